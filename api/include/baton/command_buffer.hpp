@@ -1,0 +1,77 @@
+// baton/command_buffer.hpp — recorded work for a device's queues.
+//
+// Record between begin() and end(), then submit to any queue of the same device, as often as
+// wanted: a submission keeps the recording it was given, so begin() may re-record while earlier
+// submissions are still pending. Recording is not thread safe: one thread at a time per command
+// buffer (external synchronisation, as in Vulkan). Commands execute in order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baton/fwd.hpp"
+#include "baton/result.hpp"
+#include "baton/unique.hpp"
+
+namespace baton {
+
+// The most bytes one updateBuffer records (the data is copied at record time).
+constexpr uint64_t kMaxUpdateSize = 65536;
+
+// Runs on the host, in queue order, when a submission reaches it. Returning an error code fails
+// the submission: its signal semaphores fail with a reason naming the code; commands after it in
+// the same submission do not run. It must not block on work queued behind it, and must not
+// call the native driver's stream API (CUDA forbids it inside host functions).
+using HostCallback = Result (*)(void* userData);
+
+// The backend's native queue, handed to native callbacks at execution time.
+struct NativeQueue {
+  BackendKind backend = BackendKind::Host;
+  void* stream = nullptr;  // CUstream / hipStream_t; null on the host backend
+  int32_t deviceOrdinal = 0;
+  uint32_t queueIndex = 0;
+};
+
+// Runs on a host thread when the submission is issued, in queue order, with the native stream:
+// enqueue work there (kernels, library calls) and it executes in order with the rest of the
+// submission. On the host backend it runs on the queue's worker thread and its own work is the
+// work. An error return fails the submission like a HostCallback.
+using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
+
+class CommandBuffer : public Handle<CommandBuffer> {
+ public:
+  using Handle::Handle;
+
+  // Destroys the command buffer; pending submissions keep their recording. Thread safe.
+  // Returns Success, ErrorInvalidHandle.
+  Result destroy() const noexcept;
+
+  // Starts a new recording, discarding the previous one (pending submissions keep theirs).
+  // Returns Success, ErrorInvalidHandle.
+  [[nodiscard]] Result begin() const noexcept;
+  // Ends the recording; only ended command buffers can be submitted.
+  // Returns Success, ErrorInvalidState (not recording), ErrorInvalidHandle.
+  [[nodiscard]] Result end() const noexcept;
+
+  // Each recording call returns Success, ErrorInvalidState (not between begin and end),
+  // ErrorInvalidHandle (this or a buffer), ErrorDeviceMismatch (a buffer of another device),
+  // ErrorInvalidArgument (a range outside a buffer, size 0, null data or callback).
+
+  // Copies `size` bytes; the ranges may be in the same buffer but must not overlap.
+  [[nodiscard]] Result copyBuffer(Buffer src, uint64_t srcOffset, Buffer dst, uint64_t dstOffset,
+                                  uint64_t size) const noexcept;
+  // Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
+  [[nodiscard]] Result fillBuffer(Buffer dst, uint64_t offset, uint64_t size,
+                                  uint32_t pattern) const noexcept;
+  // Writes `size` (<= kMaxUpdateSize) bytes of `data`, copied now, at offset.
+  [[nodiscard]] Result updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
+                                    const void* data) const noexcept;
+  // Records a host callback; see HostCallback.
+  [[nodiscard]] Result hostCall(HostCallback callback, void* userData) const noexcept;
+  // Records a native callback; see NativeCallback.
+  [[nodiscard]] Result native(NativeCallback callback, void* userData) const noexcept;
+};
+
+using UniqueCommandBuffer = Unique<CommandBuffer>;
+
+}  // namespace baton

@@ -1,0 +1,65 @@
+// baton/device.hpp — a logical device: its queues, command buffers and buffers.
+#pragma once
+
+#include <cstdint>
+
+#include "baton/buffer.hpp"
+#include "baton/command_buffer.hpp"
+#include "baton/fwd.hpp"
+#include "baton/physical_device.hpp"
+#include "baton/queue.hpp"
+#include "baton/result.hpp"
+#include "baton/semaphore.hpp"
+#include "baton/span.hpp"
+#include "baton/unique.hpp"
+
+namespace baton {
+
+// The most queues any device accepts (a physical device may accept fewer: maxQueues).
+constexpr uint32_t kMaxQueues = 64;
+
+struct DeviceCreateInfo {
+  uint32_t queueCount = 1;  // 1..PhysicalDeviceProperties::maxQueues
+};
+
+class Device : public Handle<Device> {
+ public:
+  using Handle::Handle;
+
+  // Destroys the device. Held submissions on its queues fail their signals ("device destroyed");
+  // issued work is waited for. Command buffers and buffers still alive are destroyed too,
+  // reported through the debug callback, and the result is then ErrorObjectInUse; the device
+  // is gone in every case. Not to be called concurrently with other calls on this device.
+  // Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
+  Result destroy() const noexcept;
+
+  // Writes queue `index` (0..queueCount-1); queues are owned by the device. Thread safe.
+  // Returns Success, ErrorInvalidArgument (index out of range, null), ErrorInvalidHandle.
+  [[nodiscard]] Result getQueue(uint32_t index, Queue* queue) const noexcept;
+  // Writes the number of queues. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
+  [[nodiscard]] Result getQueueCount(uint32_t* count) const noexcept;
+  // Writes the physical device this device was created on.
+  [[nodiscard]] Result getPhysicalDevice(PhysicalDevice* physicalDevice) const noexcept;
+
+  // Creates an empty command buffer for this device's queues. Ownership: the caller owns it.
+  // Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle, ErrorDeviceLost.
+  [[nodiscard]] Result createCommandBuffer(CommandBuffer* commandBuffer) const noexcept;
+
+  // Allocates a buffer now (blocking; see Queue::alloca for queue-ordered allocation).
+  // Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0),
+  // ErrorNotSupported (memory kind), ErrorOutOfDeviceMemory, ErrorOutOfHostMemory,
+  // ErrorDeviceLost, ErrorInvalidHandle.
+  [[nodiscard]] Result createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept;
+
+  // Waits for every queue of the device to be idle (see Queue::waitIdle). Thread safe.
+  [[nodiscard]] Result waitIdle(uint64_t timeoutNs = kWaitForever) const noexcept;
+
+  // The same as Instance::waitSemaphores; additionally returns ErrorDeviceLost when this
+  // device is lost. Thread safe.
+  [[nodiscard]] Result waitSemaphores(Span<const SemaphoreValue> waits, WaitMode mode,
+                                      uint64_t timeoutNs) const noexcept;
+};
+
+using UniqueDevice = Unique<Device>;
+
+}  // namespace baton

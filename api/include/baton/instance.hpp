@@ -1,0 +1,93 @@
+// baton/instance.hpp — the Instance: the root object, its backends and its semaphores.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baton/fwd.hpp"
+#include "baton/result.hpp"
+#include "baton/span.hpp"
+#include "baton/unique.hpp"
+
+namespace baton {
+
+enum class MessageSeverity : uint32_t { Info = 0, Warning = 1, Error = 2 };
+
+// Receives every message baton reports for objects of this instance: each error a call returns
+// (the same text as lastErrorMessage()), warnings (e.g. a parent destroyed with live children) and
+// information (which backends loaded, and why one did not). May be called from any thread,
+// including baton's worker threads, concurrently; it must not call back into baton.
+using DebugCallback = void (*)(MessageSeverity severity, const char* message, void* userData);
+
+struct InstanceCreateInfo {
+  DebugCallback debugCallback = nullptr;
+  void* debugUserData = nullptr;
+  // Backends to load, as backendBit() flags. The host backend is always loaded.
+  uint32_t backendMask = kAllBackends;
+};
+
+// What enumerateBackends reports for each backend baton knows (built in or not).
+struct BackendInfo {
+  BackendKind kind = BackendKind::Host;
+  bool compiled = false;   // built into this library
+  bool available = false;  // compiled, asked for, and its driver loaded and initialised
+  uint32_t deviceCount = 0;
+  char reason[512] = {};   // why not available (paths tried, driver error), or "" when available
+};
+
+// Creates an instance and loads the backends of info.backendMask. A backend whose driver is
+// missing is reported unavailable (enumerateBackends says why); that is not an error.
+// Ownership: the caller owns *instance and destroys it with Instance::destroy (or UniqueInstance).
+// Thread safety: may be called from any thread. Returns Success, ErrorInvalidArgument (null
+// output, unknown mask bits), ErrorOutOfHostMemory.
+[[nodiscard]] Result createInstance(const InstanceCreateInfo& info, Instance* instance) noexcept;
+
+class Instance : public Handle<Instance> {
+ public:
+  using Handle::Handle;
+
+  // Destroys the instance. Children still alive (devices, semaphores and what they own) are
+  // destroyed too — each reported through the debug callback — and the result is then
+  // ErrorObjectInUse; the instance is gone either way. Pending work on destroyed devices is
+  // failed, never left hanging. Not to be called concurrently with other calls on this instance
+  // or its children. Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
+  Result destroy() const noexcept;
+
+  // Vulkan-style two-call enumeration: with infos null, writes the count; otherwise fills up to
+  // *count entries and writes how many were written; NotReady (not an error) when the array was
+  // too small. Thread safe. Returns Success, NotReady, ErrorInvalidArgument, ErrorInvalidHandle.
+  [[nodiscard]] Result enumerateBackends(uint32_t* count, BackendInfo* infos) const noexcept;
+
+  // Lists the physical devices of every available backend, host first (same two-call idiom).
+  // The handles are owned by the instance and stay valid until it is destroyed. Thread safe.
+  [[nodiscard]] Result enumeratePhysicalDevices(uint32_t* count,
+                                                PhysicalDevice* devices) const noexcept;
+
+  // Creates a semaphore usable by every queue of every device of this instance, and by the
+  // host. Ownership: the caller owns *semaphore. Thread safe. Returns Success,
+  // ErrorInvalidArgument, ErrorInvalidHandle, ErrorOutOfHostMemory.
+  [[nodiscard]] Result createSemaphore(const struct SemaphoreCreateInfo& info,
+                                       Semaphore* semaphore) const noexcept;
+
+  // Blocks the calling thread until all (WaitMode::All) or any one (WaitMode::Any) of the
+  // semaphores reach their values, a waited semaphore fails, or timeoutNs passes (0 polls,
+  // kWaitForever never expires). Spins briefly, then sleeps; burns no core while blocked.
+  // An empty list is satisfied at once. Thread safe; any number of threads may wait at once.
+  // Returns Success, Timeout (not an error), ErrorSemaphoreFailed (message: the first failure
+  // reason), ErrorDeviceLost, ErrorInvalidHandle, ErrorInvalidArgument (more than
+  // kMaxWaitCount entries).
+  [[nodiscard]] Result waitSemaphores(Span<const SemaphoreValue> waits, WaitMode mode,
+                                      uint64_t timeoutNs) const noexcept;
+
+  // Creates a logical device on one of this instance's physical devices.
+  // Ownership: the caller owns *device. Thread safe. Returns Success, ErrorInvalidArgument
+  // (queueCount 0 or above PhysicalDeviceProperties::maxQueues), ErrorInvalidHandle,
+  // ErrorBackendUnavailable, ErrorOutOfHostMemory, ErrorDriver.
+  [[nodiscard]] Result createDevice(PhysicalDevice physicalDevice,
+                                    const struct DeviceCreateInfo& info,
+                                    Device* device) const noexcept;
+};
+
+using UniqueInstance = Unique<Instance>;
+
+}  // namespace baton

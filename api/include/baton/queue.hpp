@@ -1,0 +1,71 @@
+// baton/queue.hpp — in-order queues, submission with semaphore waits and signals, and
+// queue-ordered (stream-ordered) allocation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baton/buffer.hpp"
+#include "baton/fwd.hpp"
+#include "baton/result.hpp"
+#include "baton/semaphore.hpp"
+#include "baton/span.hpp"
+
+namespace baton {
+
+// The most SubmitInfos one submit accepts, and the most entries of each list in one SubmitInfo.
+constexpr size_t kMaxSubmitInfos = 4096;
+constexpr size_t kMaxSubmitEntries = 4096;
+
+// One batch, as in vkQueueSubmit2: it runs after every wait is satisfied, executes the command
+// buffers in order, then signals every signal. Waits and signals may name semaphores that any
+// queue, device, backend or the host signals; wait-before-signal is allowed.
+struct SubmitInfo {
+  Span<const SemaphoreValue> waits;
+  Span<const CommandBuffer> commandBuffers;
+  Span<const SemaphoreValue> signals;
+};
+
+class Queue : public Handle<Queue> {
+ public:
+  using Handle::Handle;
+
+  // Submits batches in order. Never blocks on their waits: a batch whose waits are not yet met
+  // is held (with everything behind it on this queue) and released as soon as they can be met.
+  // If a wait's semaphore fails, the batch does not execute and its signals fail with a reason
+  // naming the first failure. Validation is all-or-nothing: on an error nothing is submitted.
+  // Ownership: the caller keeps command buffers and semaphores; pending work references them, so
+  // destroying them afterwards is safe. Thread safe (several threads may submit to one queue).
+  // Returns Success, ErrorInvalidHandle, ErrorInvalidArgument (an empty or over-long list
+  // where not allowed, a command buffer not ended), ErrorDeviceMismatch (a command buffer of
+  // another device), ErrorNonIncreasingValue (a signal not above the semaphore's current
+  // value), ErrorDeviceLost.
+  [[nodiscard]] Result submit(Span<const SubmitInfo> submits) const noexcept;
+
+  // Queue-ordered allocation: creates *buffer now, backed by memory that is allocated in queue
+  // order once `waits` are met, before `signals` are signalled. Use the buffer only in work
+  // ordered after the signals; getDeviceAddress returns NotReady before the allocation ran.
+  // Never blocks the calling thread. Ownership: the caller owns *buffer; release it with
+  // dealloca (or Buffer::destroy, which frees at once when no work is pending).
+  // Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
+  // allocation) and ErrorInvalidArgument (size 0).
+  [[nodiscard]] Result alloca(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
+                              Span<const SemaphoreValue> signals, Buffer* buffer) const noexcept;
+
+  // Queue-ordered free: the memory of `buffer` (made by alloca) is returned in queue order after
+  // `waits`, then `signals` are signalled. The handle is invalid after the call.
+  // Returns what submit returns.
+  [[nodiscard]] Result dealloca(Span<const SemaphoreValue> waits, Buffer buffer,
+                                Span<const SemaphoreValue> signals) const noexcept;
+
+  // Blocks until every batch submitted to this queue before the call has finished, or timeoutNs
+  // passes. Batches held on unmet waits count as unfinished. Thread safe. Returns Success,
+  // Timeout, ErrorDeviceLost, ErrorInvalidHandle.
+  [[nodiscard]] Result waitIdle(uint64_t timeoutNs = kWaitForever) const noexcept;
+
+  // Writes the device that owns this queue. Returns Success, ErrorInvalidArgument,
+  // ErrorInvalidHandle.
+  [[nodiscard]] Result getDevice(Device* device) const noexcept;
+};
+
+}  // namespace baton

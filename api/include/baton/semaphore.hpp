@@ -1,0 +1,72 @@
+// baton/semaphore.hpp — timeline semaphores with failure (DESIGN §1).
+//
+// A semaphore holds a 64-bit value that only rises. A wait for W is satisfied by any value >= W
+// and stays satisfied. Queue submissions may wait for values whose signal has not been
+// submitted yet (wait-before-signal). A semaphore can fail, with a reason: it then stays failed,
+// every waiter returns ErrorSemaphoreFailed with the first reason, and submissions that waited on
+// it fail their own signal semaphores in turn.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "baton/fwd.hpp"
+#include "baton/result.hpp"
+#include "baton/span.hpp"
+#include "baton/unique.hpp"
+
+namespace baton {
+
+// The most entries one host wait accepts; more is ErrorInvalidArgument.
+constexpr size_t kMaxWaitCount = 1u << 16;
+
+struct SemaphoreCreateInfo {
+  uint64_t initialValue = 0;
+  const char* debugName = nullptr;  // copied; appears in messages about this semaphore
+};
+
+class Semaphore : public Handle<Semaphore> {
+ public:
+  using Handle::Handle;
+
+  // Destroys the semaphore handle. If queued submissions or host threads still wait on it, the
+  // semaphore is failed with "destroyed while waited on", so that they return promptly, and the
+  // result is ErrorObjectInUse; the handle is invalid afterwards in every case. Memory lives on
+  // until the last pending submission that references it is done. Thread safe.
+  // Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
+  Result destroy() const noexcept;
+
+  // Writes the current value. Device signals are observed as they complete (recorded events
+  // are queried), so the value is current to within the query. Thread safe.
+  // Returns Success, ErrorSemaphoreFailed (*value is still written: the last value reached),
+  // ErrorInvalidArgument (null), ErrorInvalidHandle.
+  [[nodiscard]] Result getValue(uint64_t* value) const noexcept;
+
+  // Signals `value` from the host, waking host waiters and releasing queued submissions that
+  // wait for it (those are issued on this thread before the call returns). Thread safe.
+  // Returns Success, ErrorNonIncreasingValue (value <= current value; nothing changes),
+  // ErrorSemaphoreFailed (already failed), ErrorInvalidHandle.
+  [[nodiscard]] Result signal(uint64_t value) const noexcept;
+
+  // Fails the semaphore with `reason` (copied; null gives "failed by the host"). The first
+  // failure wins; later ones return ErrorSemaphoreFailed and change nothing. Thread safe.
+  // Returns Success, ErrorSemaphoreFailed, ErrorInvalidHandle.
+  [[nodiscard]] Result fail(const char* reason) const noexcept;
+
+  // Writes the first failure reason (NUL-terminated, truncated to capacity) or "" when the
+  // semaphore has not failed, and returns Success or ErrorInvalidHandle/ErrorInvalidArgument.
+  [[nodiscard]] Result getFailureReason(char* buffer, size_t capacity) const noexcept;
+
+  // Host wait for one value; the same as Instance::waitSemaphores with a single entry.
+  [[nodiscard]] Result wait(uint64_t value, uint64_t timeoutNs) const noexcept;
+};
+
+using UniqueSemaphore = Unique<Semaphore>;
+
+// A {semaphore, value} pair: an entry of a host wait, or a submission's wait or signal.
+struct SemaphoreValue {
+  Semaphore semaphore;
+  uint64_t value = 0;
+};
+
+}  // namespace baton

@@ -1,0 +1,124 @@
+#include "handle_table.hpp"
+
+namespace baton::core {
+
+const char* objectTypeName(ObjectType type) noexcept {
+  switch (type) {
+    case ObjectType::Instance: return "Instance";
+    case ObjectType::PhysicalDevice: return "PhysicalDevice";
+    case ObjectType::Device: return "Device";
+    case ObjectType::Queue: return "Queue";
+    case ObjectType::Semaphore: return "Semaphore";
+    case ObjectType::CommandBuffer: return "CommandBuffer";
+    case ObjectType::Buffer: return "Buffer";
+  }
+  return "Object";
+}
+
+HandleTable& HandleTable::get() {
+  // Never destroyed: handles may be used (and rejected) during static destruction.
+  static HandleTable* table = new HandleTable;
+  return *table;
+}
+
+HandleTable::Slot* HandleTable::slot(uint32_t index) const {
+  Slot* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
+  return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
+}
+
+uint64_t HandleTable::insert(Ref<Object> object, ObjectType type) {
+  uint32_t index;
+  {
+    std::lock_guard<std::mutex> lock(freeMutex_);
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else {
+      if (nextIndex_ >= kMaxChunks * kChunkSize) return 0;
+      index = nextIndex_++;
+      uint32_t c = index >> kChunkBits;
+      if (!chunks_[c].load(std::memory_order_relaxed))
+        chunks_[c].store(new Slot[kChunkSize], std::memory_order_release);
+    }
+  }
+  Slot* s = slot(index);
+  s->object = object.detach();
+  s->type = type;
+  uint64_t gen = s->state.load(std::memory_order_relaxed) >> 32;
+  if (gen == 0) gen = 1;  // generation 0 would let handle 0 (null) name a slot
+  s->state.store(gen << 32 | kAlive, std::memory_order_release);
+  return gen << 32 | index;
+}
+
+static Status invalid(const char* what, uint64_t handle, const char* why) {
+  return error(Result::ErrorInvalidHandle, "%s handle 0x%llx %s", what,
+               static_cast<unsigned long long>(handle), why);
+}
+
+Ref<Object> HandleTable::lookup(uint64_t handle, ObjectType type, const char* what,
+                                Status* status) const {
+  if (handle == 0) {
+    *status = error(Result::ErrorInvalidHandle, "%s handle is null", what);
+    return nullptr;
+  }
+  uint32_t index = static_cast<uint32_t>(handle);
+  uint64_t gen = handle >> 32;
+  Slot* s = index ? slot(index) : nullptr;
+  if (!s || gen == 0) {
+    *status = invalid(what, handle, "was never created by baton");
+    return nullptr;
+  }
+  uint64_t st = s->state.load(std::memory_order_acquire);
+  for (;;) {
+    if ((st >> 32) != gen || !(st & kAlive)) {
+      *status = invalid(what, handle, "was destroyed (stale handle)");
+      return nullptr;
+    }
+    if (s->state.compare_exchange_weak(st, st + 1, std::memory_order_acquire)) break;
+  }
+  Ref<Object> result;
+  if (s->type == type) result = Ref<Object>(s->object);
+  dropGuard(s, index);
+  if (!result) {
+    *status = error(Result::ErrorInvalidHandle, "%s handle 0x%llx names a %s, not a %s", what,
+                    static_cast<unsigned long long>(handle), objectTypeName(s->type),
+                    objectTypeName(type));
+  }
+  return result;
+}
+
+Ref<Object> HandleTable::remove(uint64_t handle, ObjectType type, const char* what,
+                                Status* status) {
+  Ref<Object> object = lookup(handle, type, what, status);
+  if (!object) return nullptr;
+  uint32_t index = static_cast<uint32_t>(handle);
+  Slot* s = slot(index);
+  uint64_t st = s->state.load(std::memory_order_acquire);
+  for (;;) {
+    if ((st >> 32) != (handle >> 32) || !(st & kAlive)) {
+      *status = invalid(what, handle, "was destroyed (stale handle)");
+      return nullptr;  // lost a race with another destroy
+    }
+    if (s->state.compare_exchange_weak(st, st & ~kAlive, std::memory_order_acq_rel)) break;
+  }
+  if ((st & kGuardMask) == 0) recycle(s, index);
+  return object;
+}
+
+void HandleTable::dropGuard(Slot* s, uint32_t index) const {
+  uint64_t prev = s->state.fetch_sub(1, std::memory_order_acq_rel);
+  if ((prev & kGuardMask) == 1 && !(prev & kAlive)) recycle(s, index);
+}
+
+void HandleTable::recycle(Slot* s, uint32_t index) const {
+  Object* o = s->object;
+  s->object = nullptr;
+  uint64_t gen = (s->state.load(std::memory_order_relaxed) >> 32) + 1;
+  if (gen > 0xffffffffull) gen = 1;
+  s->state.store(gen << 32, std::memory_order_release);
+  if (o) o->release();
+  std::lock_guard<std::mutex> lock(freeMutex_);
+  free_.push_back(index);
+}
+
+}  // namespace baton::core

@@ -1,0 +1,79 @@
+// The process-wide handle table. A public handle is (generation << 32 | slot index); index 0 is
+// never used, so the null handle is 0. Looking a handle up checks its generation, its liveness
+// and its type, so null, destroyed, stale and wrong-type handles are reported, never
+// dereferenced (DESIGN §3, "Bad input ... clear result").
+//
+// Each slot's state word packs {generation:32, alive:1, guards:31}. lookup() raises `guards`
+// with a CAS only while the generation matches and the slot is alive, takes a Ref to the object,
+// and drops the guard; remove() clears `alive`; whoever drops the last guard of a dead slot (or
+// remove() itself, when none is held) releases the table's Ref and recycles the slot with the
+// next generation. Slot memory is allocated in chunks that are never freed, so a racing lookup
+// always reads a valid state word. Lock-free lookups; insert/remove take a mutex for the free
+// list only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "object.hpp"
+#include "status.hpp"
+
+namespace baton::core {
+
+enum class ObjectType : uint8_t {
+  Instance = 1,
+  PhysicalDevice,
+  Device,
+  Queue,
+  Semaphore,
+  CommandBuffer,
+  Buffer,
+};
+const char* objectTypeName(ObjectType type) noexcept;
+
+class HandleTable {
+ public:
+  static HandleTable& get();
+
+  // Publishes `object` under a new handle. Returns 0 when the table is full.
+  uint64_t insert(Ref<Object> object, ObjectType type);
+  // Looks a handle up; on failure returns null and sets *status to ErrorInvalidHandle with a
+  // message naming `what` (e.g. "semaphore") and why (null, destroyed, wrong type).
+  Ref<Object> lookup(uint64_t handle, ObjectType type, const char* what, Status* status) const;
+  // Invalidates the handle; returns the object it named (for its teardown), or null with
+  // *status set as lookup() does.
+  Ref<Object> remove(uint64_t handle, ObjectType type, const char* what, Status* status);
+
+  static constexpr uint32_t kChunkBits = 12;
+  static constexpr uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr uint32_t kMaxChunks = 1024;  // 4M live handles
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> state{0};
+    Object* object = nullptr;  // one table reference while alive or guarded
+    ObjectType type{};
+  };
+  static constexpr uint64_t kAlive = 1ull << 31;
+  static constexpr uint64_t kGuardMask = kAlive - 1;
+
+  Slot* slot(uint32_t index) const;
+  void dropGuard(Slot* s, uint32_t index) const;
+  void recycle(Slot* s, uint32_t index) const;
+
+  std::atomic<Slot*> chunks_[kMaxChunks] = {};
+  mutable std::mutex freeMutex_;
+  mutable std::vector<uint32_t> free_;
+  uint32_t nextIndex_ = 1;
+};
+
+// Typed helpers: lookupAs<core::Semaphore>(h.raw(), ObjectType::Semaphore, "semaphore", &st).
+template <class T>
+Ref<T> lookupAs(uint64_t handle, ObjectType type, const char* what, Status* status) {
+  Ref<Object> o = HandleTable::get().lookup(handle, type, what, status);
+  return Ref<T>::adopt(static_cast<T*>(o.detach()));
+}
+
+}  // namespace baton::core

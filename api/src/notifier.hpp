@@ -1,0 +1,33 @@
+// The Notifier runs scheduler passes that semaphore events ask for, on the thread that caused
+// the event, once that thread holds no lock.
+//
+// A semaphore notifies its waiters under its own lock; a queue whose held submission may now be
+// releasable must not be evaluated there (issuing takes the queue's lock and calls the driver).
+// So the waiter only schedules the queue here; every operation that can change a semaphore opens
+// a Scope before taking its locks, and the outermost Scope on the thread drains the scheduled
+// queues when it closes. A release therefore happens on the signalling thread before its call
+// returns — host signal, submit that records a signal, worker that completes one — with no
+// thread hand-off on the path (the wait-before-signal latency of DESIGN §4).
+#pragma once
+
+#include "object.hpp"
+
+namespace baton::core {
+
+class Queue;
+
+class Notifier {
+ public:
+  class Scope {
+   public:
+    Scope() noexcept;
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+  };
+  // Asks for a scheduler pass of `queue` when the outermost Scope of this thread closes.
+  // Callable with any lock held.
+  static void schedule(Queue* queue);
+};
+
+}  // namespace baton::core

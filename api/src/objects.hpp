@@ -1,0 +1,190 @@
+// The core objects behind the public handles: Instance, PhysicalDevice, Device, Queue,
+// CommandBuffer (and its immutable recording, CommandList) and Buffer. Semaphores are in
+// semaphore.hpp. Lifetimes: handles name objects through the handle table; objects hold Refs to
+// what they need (a device its instance, a buffer its device, a recording its buffers), so an
+// object's memory lives until nothing references it, whatever order handles are destroyed in.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "backend.hpp"
+#include "baton/instance.hpp"
+#include "baton/physical_device.hpp"
+#include "handle_table.hpp"
+#include "object.hpp"
+#include "semaphore.hpp"
+#include "status.hpp"
+
+namespace baton::core {
+
+// Handles a parent destroys with itself when the user did not.
+class ChildSet {
+ public:
+  void add(uint64_t handle, ObjectType type);
+  void remove(uint64_t handle);
+  // Removes and returns every child.
+  std::vector<std::pair<uint64_t, ObjectType>> takeAll();
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<uint64_t, ObjectType>> children_;
+};
+
+class Instance : public Object {
+ public:
+  explicit Instance(const InstanceCreateInfo& info);
+  ~Instance() override;
+
+  void debug(MessageSeverity severity, const std::string& text) const;
+  bool hasCallback() const noexcept { return callback_ != nullptr; }
+
+  std::vector<std::unique_ptr<Backend>> backends;
+  BackendInfo backendInfos[kBackendKindCount];
+  std::vector<uint64_t> physicalDevices;  // handles, host first
+  ChildSet children;                      // devices, semaphores
+  uint64_t handle = 0;
+
+  // Every live semaphore of the instance, for device loss (Device::markLost).
+  std::mutex semaphoresMutex;
+  std::unordered_set<Semaphore*> semaphores;
+
+ private:
+  DebugCallback callback_;
+  void* userData_;
+};
+
+class PhysicalDevice : public Object {
+ public:
+  PhysicalDevice(Instance* instance, Backend* backend, uint32_t ordinal)
+      : instance(instance), backend(backend), ordinal(ordinal),
+        properties(backend->properties(ordinal)) {}
+  Instance* instance;  // the instance owns the physical device's handle and outlives it
+  Backend* backend;
+  uint32_t ordinal;
+  PhysicalDeviceProperties properties;
+  uint64_t handle = 0;
+};
+
+class Queue;
+
+class Device : public Object {
+ public:
+  Device(Ref<Instance> instance, Ref<PhysicalDevice> physical);
+  ~Device() override;
+
+  Instance* instance() const noexcept { return instance_.get(); }
+  PhysicalDevice* physical() const noexcept { return physical_.get(); }
+  DeviceImpl* impl() const noexcept { return impl_.get(); }
+  BackendKind backend() const noexcept { return physical_->properties.backend; }
+  const std::string& label() const noexcept { return label_; }
+
+  Status init(uint32_t queueCount);
+  // Fails held submissions, drains issued work, destroys child handles. Returns how many
+  // children were still alive.
+  size_t shutdown();
+
+  // Device loss (DESIGN §1): later submissions return ErrorDeviceLost; held submissions fail;
+  // every semaphore with a pending timepoint of this device fails with `reason`. Idempotent;
+  // callable from any thread without locks held (backend completion threads, waiters).
+  void markLost(const std::string& reason);
+  bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+  Status lostStatus() const;
+
+  std::vector<Ref<Queue>> queues;
+  std::vector<uint64_t> queueHandles;
+  ChildSet children;  // command buffers, buffers
+  uint64_t handle = 0;
+
+ private:
+  Ref<Instance> instance_;
+  Ref<PhysicalDevice> physical_;
+  std::unique_ptr<DeviceImpl> impl_;
+  std::string label_;
+  std::atomic<bool> lost_{false};
+  mutable std::mutex lostMutex_;
+  std::string lostReason_;
+};
+
+class Queue : public Object, private Waiter {
+ public:
+  Queue(Device* device, uint32_t index);
+  ~Queue() override;
+
+  Device* device() const noexcept { return device_; }
+  uint32_t index() const noexcept { return index_; }
+  QueueImpl* impl() const noexcept { return impl_.get(); }
+  void setImpl(std::unique_ptr<QueueImpl> impl) { impl_ = std::move(impl); }
+  const std::string& label() const noexcept { return label_; }
+
+  // Queues validated submissions in order: issues those whose waits can be met now, holds the
+  // rest (and everything behind them).
+  Status submit(std::vector<std::unique_ptr<Submission>>& submissions);
+  // One scheduler pass: releases held submissions whose waits can now be met.
+  void evaluate();
+  Status waitIdle(Deadline deadline);
+  // Fails every held submission with `why` (device destroyed or lost).
+  void failHeld(const Status& why);
+
+ private:
+  enum class Resolution { Ready, Failed, Blocked };
+  Resolution resolve(Submission& sub, Status* failure, WaitNode* blockedOn);
+  void releaseLocked();
+  bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) override;
+
+  Device* device_;  // the device owns its queues
+  uint32_t index_;
+  std::string label_;
+  std::unique_ptr<QueueImpl> impl_;
+  std::mutex mutex_;
+  std::condition_variable heldDrained_;
+  std::deque<std::unique_ptr<Submission>> held_;
+  WaitNode node_;  // linked while the head of held_ is blocked
+};
+
+struct Command {
+  enum class Kind { Copy, Fill, Update, HostCall, Native } kind;
+  Ref<Buffer> src, dst;
+  uint64_t srcOffset = 0, dstOffset = 0, size = 0;
+  uint32_t pattern = 0;
+  std::vector<uint8_t> data;
+  HostCallback hostCallback = nullptr;
+  NativeCallback nativeCallback = nullptr;
+  void* userData = nullptr;
+};
+
+// An ended recording; immutable, shared by every submission of it.
+class CommandList : public Object {
+ public:
+  std::vector<Command> commands;
+};
+
+class CommandBuffer : public Object {
+ public:
+  explicit CommandBuffer(Ref<Device> device) : device(std::move(device)) {}
+  Ref<Device> device;
+  Ref<CommandList> recording;  // between begin and end
+  Ref<CommandList> ended;      // what submit takes
+  uint64_t handle = 0;
+};
+
+class Buffer : public Object {
+ public:
+  Buffer(Ref<Device> device, const BufferCreateInfo& info) : device(std::move(device)), info(info) {}
+  ~Buffer() override;
+  Ref<Device> device;
+  BufferCreateInfo info;
+  Allocation allocation;
+  std::atomic<bool> backed{false};  // memory present (always, except alloca before it ran)
+  bool queueOrdered = false;        // made by alloca
+  uint64_t handle = 0;
+};
+
+}  // namespace baton::core

@@ -1,0 +1,40 @@
+// Parker: blocks one thread until another unparks it or a deadline passes, without burning a
+// core. On Linux a futex on one word (FUTEX_WAIT_BITSET with an absolute CLOCK_MONOTONIC time,
+// so timeouts do not drift across spurious wake-ups); a brief spin comes first, because a
+// hand-off that arrives within a few microseconds is cheaper to catch awake than to sleep for.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "clock.hpp"
+
+namespace baton::core {
+
+class Parker {
+ public:
+  // Blocks until unpark() has been called since the last park() returned true, or until the
+  // deadline. Returns true when unparked, false on timeout. Spurious returns do not happen:
+  // the token is consumed only when set.
+  bool park(Deadline deadline) noexcept;
+  // Sets the token and wakes the parked thread, if any. Callable from any thread, with locks
+  // held (it never blocks).
+  void unpark() noexcept;
+  // Clears a pending token (before re-arming a wait).
+  void reset() noexcept { state_.store(kEmpty, std::memory_order_relaxed); }
+
+ private:
+  static constexpr uint32_t kEmpty = 0, kParked = 1, kNotified = 2;
+  std::atomic<uint32_t> state_{kEmpty};
+};
+
+// A pause instruction for spin loops.
+inline void cpuRelax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace baton::core

@@ -1,0 +1,166 @@
+// The deferred-submission scheduler (DESIGN §1, §4): a queue issues a submission as soon as
+// each of its waits is either reached or covered by a recorded signal the queue can wait for
+// itself; otherwise it holds it, with everything behind it, and links one WaitNode on the
+// semaphore that blocks the head. The node's event schedules a pass on the signalling thread
+// (Notifier), which releases what became releasable, in order.
+#include <utility>
+
+#include "notifier.hpp"
+#include "objects.hpp"
+
+namespace baton::core {
+
+Queue::Queue(Device* device, uint32_t index)
+    : device_(device), index_(index), label_(format("%s queue %u", device->label().c_str(), index)) {
+  node_.waiter = this;
+}
+
+Queue::~Queue() {
+  if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
+}
+
+Queue::Resolution Queue::resolve(Submission& sub, Status* failure, WaitNode* blockedOn) {
+  for (size_t i = 0; i < sub.waits.size();) {
+    Submission::Wait& w = sub.waits[i];
+    if (w.timepoint) {
+      ++i;
+      continue;
+    }
+    WaitState st = w.semaphore->poll(w.value);
+    switch (st.kind) {
+      case WaitState::Reached:
+        sub.waits.erase(sub.waits.begin() + static_cast<ptrdiff_t>(i));
+        continue;
+      case WaitState::Failed:
+        // Name the hop and the root cause only, so messages stay bounded along chains.
+        *failure = Status(st.failure.code(),
+                          format("a submission on %s waited for semaphore '%s' >= %llu, which "
+                                 "failed: %s",
+                                 label_.c_str(), w.semaphore->name().c_str(),
+                                 static_cast<unsigned long long>(w.value),
+                                 w.semaphore->rootReason().c_str()));
+        return Resolution::Failed;
+      case WaitState::Covered:
+        if (impl_->canWait(*st.timepoint)) {
+          w.timepoint = std::move(st.timepoint);
+          ++i;
+          continue;
+        }
+        blockedOn->value = w.value;
+        blockedOn->wantsTimepoints = false;  // only reaching the value helps
+        return Resolution::Blocked;
+      case WaitState::Pending:
+        blockedOn->value = w.value;
+        blockedOn->wantsTimepoints = true;
+        return Resolution::Blocked;
+    }
+  }
+  return Resolution::Ready;
+}
+
+void Queue::releaseLocked() {
+  if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
+  while (!held_.empty()) {
+    Submission& head = *held_.front();
+    Status failure;
+    WaitNode probe;
+    Resolution r = resolve(head, &failure, &probe);
+    if (r == Resolution::Blocked) {
+      // resolve() stops at the first blocking wait: the first wait without a timepoint.
+      Semaphore* blocking = nullptr;
+      for (Submission::Wait& w : head.waits)
+        if (!w.timepoint) {
+          blocking = w.semaphore.get();
+          break;
+        }
+      node_.value = probe.value;
+      node_.wantsTimepoints = probe.wantsTimepoints;
+      if (blocking->link(node_)) return;
+      continue;  // decided meanwhile: resolve again
+    }
+    std::unique_ptr<Submission> sub = std::move(held_.front());
+    held_.pop_front();
+    if (r == Resolution::Ready) {
+      impl_->issue(std::move(sub));
+    } else {
+      failSignals(*sub, failure);
+    }
+  }
+  heldDrained_.notify_all();
+}
+
+Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device_->lost()) return device_->lostStatus();
+  bool wasEmpty = held_.empty();
+  for (auto& sub : submissions) held_.push_back(std::move(sub));
+  if (wasEmpty) releaseLocked();
+  return Status();
+}
+
+void Queue::evaluate() {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  releaseLocked();
+}
+
+bool Queue::onSemaphoreEvent(WaitNode&, SemaphoreEvent event, Timepoint* timepoint) {
+  // A timepoint this queue cannot wait for does not unblock it; stay linked for the value.
+  if (event == SemaphoreEvent::TimepointAdded && !impl_->canWait(*timepoint)) return false;
+  Notifier::schedule(this);
+  return true;
+}
+
+Status Queue::waitIdle(Deadline deadline) {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!held_.empty()) {
+      if (deadline.isNever()) {
+        heldDrained_.wait(lock);
+      } else {
+        uint64_t left = deadline.remaining();
+        if (left == 0) return Status(Result::Timeout);
+        heldDrained_.wait_for(lock, std::chrono::nanoseconds(left));
+      }
+    }
+  }
+  BATON_TRY(impl_->waitIdle(deadline));
+  if (device_->lost()) return device_->lostStatus();
+  return Status();
+}
+
+void Queue::failHeld(const Status& why) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
+  while (!held_.empty()) {
+    std::unique_ptr<Submission> sub = std::move(held_.front());
+    held_.pop_front();
+    failSignals(*sub, why);
+  }
+  heldDrained_.notify_all();
+}
+
+// ---- completion helpers for backends --------------------------------------------------------
+
+void reachSignals(Submission& sub) {
+  Notifier::Scope scope;
+  for (Submission::Signal& s : sub.signals) s.semaphore->reach(s.value);
+}
+
+void failSignals(Submission& sub, const Status& why) {
+  Notifier::Scope scope;
+  Result code = why.code() == Result::ErrorDeviceLost ? Result::ErrorDeviceLost
+                                                      : Result::ErrorSemaphoreFailed;
+  std::string root = why.message();
+  for (const Submission::Wait& w : sub.waits) {
+    if (w.semaphore->failed()) {
+      root = w.semaphore->rootReason();
+      break;
+    }
+  }
+  for (Submission::Signal& s : sub.signals) s.semaphore->fail(code, why.message(), root);
+}
+
+}  // namespace baton::core

@@ -1,0 +1,317 @@
+#include "semaphore.hpp"
+
+#include <algorithm>
+
+#include "notifier.hpp"
+#include "objects.hpp"
+#include "parker.hpp"
+
+namespace baton::core {
+
+Semaphore::Semaphore(Ref<Instance> instance, uint64_t initialValue, std::string name)
+    : instance_(std::move(instance)), name_(std::move(name)), value_(initialValue) {
+  std::lock_guard<std::mutex> lock(instance_->semaphoresMutex);
+  instance_->semaphores.insert(this);
+}
+
+Semaphore::~Semaphore() {
+  std::lock_guard<std::mutex> lock(instance_->semaphoresMutex);
+  instance_->semaphores.erase(this);
+}
+
+uint64_t Semaphore::value(bool refresh) {
+  if (refresh && hasTimepoints_.load(std::memory_order_acquire)) {
+    // Query recorded signals outside the lock (driver calls), then publish what completed.
+    std::vector<Pending> pending;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pending = pending_;
+    }
+    uint64_t completed = 0;
+    for (const Pending& p : pending) {
+      Status s = p.timepoint->query();
+      if (s.ok()) {
+        completed = std::max(completed, p.value);
+      } else if (s.isError()) {
+        p.timepoint->device()->markLost(s.message());
+        break;
+      }
+    }
+    if (completed) reach(completed);
+  }
+  return value_.load(std::memory_order_acquire);
+}
+
+Status Semaphore::failure() {
+  if (!failed()) return Status();
+  std::lock_guard<std::mutex> lock(mutex_);
+  return Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
+}
+
+std::string Semaphore::rootReason() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return rootReason_;
+}
+
+Status Semaphore::signal(uint64_t v) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_.load(std::memory_order_relaxed))
+    return Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
+  uint64_t current = value_.load(std::memory_order_relaxed);
+  if (v <= current) {
+    return error(Result::ErrorNonIncreasingValue,
+                 "semaphore '%s': signal value %llu is not greater than its current value %llu",
+                 name_.c_str(), static_cast<unsigned long long>(v),
+                 static_cast<unsigned long long>(current));
+  }
+  value_.store(v, std::memory_order_release);
+  dropReachedLocked(v);
+  notifyLocked(SemaphoreEvent::Reached, nullptr);
+  return Status();
+}
+
+void Semaphore::reach(uint64_t v) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (v <= value_.load(std::memory_order_relaxed)) return;
+  value_.store(v, std::memory_order_release);
+  dropReachedLocked(v);
+  notifyLocked(SemaphoreEvent::Reached, nullptr);
+}
+
+bool Semaphore::fail(Result code, const std::string& reason, const std::string& root) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_.load(std::memory_order_relaxed)) return false;
+  failureCode_ = code;
+  failureReason_ = reason;
+  rootReason_ = root.empty() ? reason : root;
+  failed_.store(true, std::memory_order_release);
+  pending_.clear();
+  hasTimepoints_.store(false, std::memory_order_release);
+  notifyLocked(SemaphoreEvent::Failed, nullptr);
+  return true;
+}
+
+void Semaphore::addTimepoint(uint64_t v, Ref<Timepoint> timepoint) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
+    return;
+  auto at = std::upper_bound(pending_.begin(), pending_.end(), v,
+                             [](uint64_t value, const Pending& p) { return value < p.value; });
+  Timepoint* raw = timepoint.get();
+  pending_.insert(at, Pending{v, std::move(timepoint)});
+  hasTimepoints_.store(true, std::memory_order_release);
+  notifyLocked(SemaphoreEvent::TimepointAdded, raw);
+}
+
+void Semaphore::failIfPendingOn(const Device* device, const std::string& reason) {
+  bool pendingOnDevice = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Pending& p : pending_)
+      if (p.timepoint->device() == device) pendingOnDevice = true;
+  }
+  if (pendingOnDevice) fail(Result::ErrorDeviceLost, reason);
+}
+
+void Semaphore::dropReachedLocked(uint64_t v) {
+  if (pending_.empty()) return;
+  auto end = std::upper_bound(pending_.begin(), pending_.end(), v,
+                              [](uint64_t value, const Pending& p) { return value < p.value; });
+  pending_.erase(pending_.begin(), end);
+  if (pending_.empty()) hasTimepoints_.store(false, std::memory_order_release);
+}
+
+void Semaphore::notifyLocked(SemaphoreEvent event, Timepoint* timepoint) {
+  uint64_t v = value_.load(std::memory_order_relaxed);
+  uint64_t tpValue = event == SemaphoreEvent::TimepointAdded ? pending_.back().value : 0;
+  if (timepoint) {
+    for (const Pending& p : pending_)
+      if (p.timepoint.get() == timepoint) tpValue = p.value;
+  }
+  WaitNode* n = waiters_;
+  while (n) {
+    WaitNode* next = n->next;
+    bool relevant = event == SemaphoreEvent::Failed ||
+                    (event == SemaphoreEvent::Reached && n->value <= v) ||
+                    (event == SemaphoreEvent::TimepointAdded && n->wantsTimepoints &&
+                     n->value <= tpValue);
+    if (relevant && n->waiter->onSemaphoreEvent(*n, event, timepoint)) {
+      if (n->prev) n->prev->next = n->next; else waiters_ = n->next;
+      if (n->next) n->next->prev = n->prev;
+      n->prev = n->next = nullptr;
+      n->linkedTo.store(nullptr, std::memory_order_release);
+    }
+    n = next;
+  }
+}
+
+WaitState Semaphore::poll(uint64_t v) {
+  WaitState state;
+  if (value_.load(std::memory_order_acquire) >= v) {
+    state.kind = WaitState::Reached;
+    return state;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (value_.load(std::memory_order_relaxed) >= v) {
+    state.kind = WaitState::Reached;
+  } else if (failed_.load(std::memory_order_relaxed)) {
+    state.kind = WaitState::Failed;
+    state.failure =
+        Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
+  } else {
+    auto it = std::lower_bound(pending_.begin(), pending_.end(), v,
+                               [](const Pending& p, uint64_t value) { return p.value < value; });
+    if (it != pending_.end()) {
+      state.kind = WaitState::Covered;
+      state.timepoint = it->timepoint;
+      state.timepointValue = it->value;
+    }
+  }
+  return state;
+}
+
+bool Semaphore::link(WaitNode& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (value_.load(std::memory_order_relaxed) >= node.value ||
+      failed_.load(std::memory_order_relaxed))
+    return false;
+  if (node.wantsTimepoints && !pending_.empty() && pending_.back().value >= node.value)
+    return false;
+  node.prev = nullptr;
+  node.next = waiters_;
+  if (waiters_) waiters_->prev = &node;
+  waiters_ = &node;
+  node.linkedTo.store(this, std::memory_order_release);
+  return true;
+}
+
+void Semaphore::unlink(WaitNode& node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (node.linkedTo.load(std::memory_order_relaxed) != this) return;
+  if (node.prev) node.prev->next = node.next; else waiters_ = node.next;
+  if (node.next) node.next->prev = node.prev;
+  node.prev = node.next = nullptr;
+  node.linkedTo.store(nullptr, std::memory_order_release);
+}
+
+bool Semaphore::hasWaiters() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiters_ != nullptr;
+}
+
+// ---- host waits ---------------------------------------------------------------------------
+
+namespace {
+
+class HostWaiter : public Waiter {
+ public:
+  bool onSemaphoreEvent(WaitNode&, SemaphoreEvent, Timepoint*) override {
+    parker.unpark();
+    return true;
+  }
+  Parker parker;
+};
+
+}  // namespace
+
+Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline deadline) {
+  if (entries.empty()) return Status();
+  const bool any = mode == WaitMode::Any;
+  HostWaiter waiter;
+  std::vector<WaitNode> nodes;
+  std::vector<size_t> pending;
+  uint64_t backoffNs = 20000;
+  bool refreshed = false;
+
+  for (;;) {
+    // Evaluate every entry: satisfied, failed, or still pending.
+    pending.clear();
+    Status firstFailure;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Semaphore* s = entries[i].semaphore.get();
+      if (s->value(refreshed) >= entries[i].value) {
+        if (any) return Status();
+        continue;
+      }
+      if (s->failed()) {
+        if (!any) return s->failure();
+        if (firstFailure.ok()) firstFailure = s->failure();
+        continue;
+      }
+      pending.push_back(i);
+    }
+    if (pending.empty()) return any ? firstFailure : Status();
+    if (!refreshed) {  // one pass that queries recorded device signals before any blocking
+      refreshed = true;
+      continue;
+    }
+    refreshed = false;
+    if (deadline.expired()) return Status(Result::Timeout);
+
+    // Native waits on recorded device signals.
+    std::vector<WaitState> covered;
+    std::vector<size_t> coveredIndex;
+    for (size_t i : pending) {
+      WaitState st = entries[i].semaphore->poll(entries[i].value);
+      if (st.kind == WaitState::Covered) {
+        covered.push_back(std::move(st));
+        coveredIndex.push_back(i);
+      }
+    }
+    if (!covered.empty() && (!any || pending.size() == 1)) {
+      // ALL: wait for the entries one at a time; ANY with one entry left: wait for it.
+      WaitState& st = covered.front();
+      Status s = st.timepoint->wait(deadline);
+      if (s.ok()) {
+        entries[coveredIndex.front()].semaphore->reach(st.timepointValue);
+      } else if (s.code() == Result::Timeout) {
+        return s;
+      } else {
+        st.timepoint->device()->markLost(s.message());
+      }
+      continue;
+    }
+
+    // Sleep until a semaphore event: link a node on every pending semaphore. With recorded
+    // device signals among several ANY entries, nobody will notify their completion, so the
+    // sleep is bounded and they are queried on waking (backoff 20 µs .. 1 ms).
+    nodes = std::vector<WaitNode>(pending.size());
+    bool decided = false;
+    size_t linked = 0;
+    for (; linked < pending.size(); ++linked) {
+      WaitNode& n = nodes[linked];
+      n.waiter = &waiter;
+      n.value = entries[pending[linked]].value;
+      // With recorded signals among the entries, the loop polls them; a node that also wanted
+      // timepoints would refuse to link (the wait is covered) and the loop would spin.
+      n.wantsTimepoints = covered.empty();
+      if (!entries[pending[linked]].semaphore->link(n)) {
+        decided = true;
+        break;
+      }
+    }
+    if (!decided) {
+      Deadline until = deadline;
+      if (!covered.empty()) {
+        until = Deadline::after(backoffNs);
+        if (!deadline.isNever() && deadline.ns < until.ns) until = deadline;
+        backoffNs = std::min<uint64_t>(backoffNs * 2, 1000000);
+        refreshed = true;  // query the recorded signals on the next pass
+      }
+      waiter.parker.park(until);
+    }
+    for (size_t i = 0; i < linked; ++i) entries[pending[i]].semaphore->unlink(nodes[i]);
+    waiter.parker.reset();
+    if (deadline.expired()) {
+      // One last look, so that a value reached exactly at the deadline is not a timeout.
+      refreshed = true;
+      deadline = Deadline::immediate();
+    }
+  }
+}
+
+}  // namespace baton::core

@@ -1,0 +1,129 @@
+// The semaphore core (DESIGN §1): the value, the timepoints of recorded device signals, the
+// first failure, and the waiters to notify when any of these changes.
+//
+// Locking: one mutex per semaphore guards the timepoint list, the failure and the waiter list;
+// the value is also an atomic so that queries and satisfied waits take no lock. Waiters are
+// notified with the lock held and must only record the event (set a flag, unpark a thread, queue
+// a scheduler pass on the Notifier): nothing that can block or take another semaphore's lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "baton/fwd.hpp"
+#include "object.hpp"
+#include "status.hpp"
+#include "timepoint.hpp"
+
+namespace baton::core {
+
+class Instance;
+class Semaphore;
+struct WaitNode;
+
+enum class SemaphoreEvent { Reached, Failed, TimepointAdded };
+
+// Something waiting on semaphores: a host waiter, or a queue whose head submission is held.
+class Waiter {
+ public:
+  virtual ~Waiter() = default;
+  // Called under the semaphore's lock when `node` may be satisfied: its value was reached, the
+  // semaphore failed, or a timepoint with value >= node.value was added (`timepoint`).
+  // Return true to unlink the node (it is then not called again), false to stay linked.
+  virtual bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) = 0;
+};
+
+// A registration on one semaphore, owned by the waiter; linked into the semaphore's list.
+struct WaitNode {
+  Waiter* waiter = nullptr;
+  uint64_t value = 0;
+  bool wantsTimepoints = false;  // also notify on TimepointAdded
+  // Semaphore-owned fields (under its lock).
+  WaitNode* prev = nullptr;
+  WaitNode* next = nullptr;
+  std::atomic<Semaphore*> linkedTo{nullptr};
+};
+
+// What a semaphore says about a wait for a value (poll()).
+struct WaitState {
+  enum Kind { Reached, Failed, Covered, Pending } kind = Pending;
+  Ref<Timepoint> timepoint;  // Covered: the earliest recorded signal of a value >= the wait
+  uint64_t timepointValue = 0;
+  Status failure;            // Failed: ErrorSemaphoreFailed and the reason
+};
+
+class Semaphore : public Object {
+ public:
+  Semaphore(Ref<Instance> instance, uint64_t initialValue, std::string name);
+  ~Semaphore() override;
+
+  Instance* instance() const noexcept { return instance_.get(); }
+  const std::string& name() const noexcept { return name_; }
+  uint64_t handle() const noexcept { return handle_; }
+  void setHandle(uint64_t h) noexcept { handle_ = h; }
+
+  // The value reached so far; with refresh, recorded timepoints are queried first.
+  uint64_t value(bool refresh = true);
+  bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
+  Status failure();  // ErrorSemaphoreFailed with the reason, or Success
+
+  // Host signal: value must be greater than the current one.
+  Status signal(uint64_t value);
+  // A queue's signal executed (or a timepoint observed complete): raises the value to at least
+  // `value`; a value not above the current one changes nothing (signals of different queues may
+  // complete out of value order).
+  void reach(uint64_t value);
+  // Fails the semaphore with code (ErrorSemaphoreFailed or ErrorDeviceLost) and reason; returns
+  // false when it had already failed (the first failure stays).
+  // `root` is the original cause carried along chains (defaults to reason), so that messages
+  // stay bounded however long the chain.
+  bool fail(Result code, const std::string& reason, const std::string& root = {});
+  // Records a pending device signal of `value`.
+  void addTimepoint(uint64_t value, Ref<Timepoint> timepoint);
+  // Fails the semaphore if a pending timepoint belongs to `device` (device loss).
+  void failIfPendingOn(const Device* device, const std::string& reason);
+
+  WaitState poll(uint64_t value);
+  // Links node unless the wait is already decided (reached, failed, or covered by a timepoint
+  // and node.wantsTimepoints): then returns false and the caller polls again.
+  bool link(WaitNode& node);
+  void unlink(WaitNode& node);
+  bool hasWaiters();
+
+  // The root failure reason (without propagation prefixes), to keep messages from growing
+  // along chains.
+  std::string rootReason();
+
+ private:
+  struct Pending {
+    uint64_t value;
+    Ref<Timepoint> timepoint;
+  };
+  void notifyLocked(SemaphoreEvent event, Timepoint* timepoint);
+  void dropReachedLocked(uint64_t value);
+
+  Ref<Instance> instance_;
+  uint64_t handle_ = 0;
+  std::string name_;
+  std::atomic<uint64_t> value_;
+  std::atomic<bool> failed_{false};
+  std::atomic<bool> hasTimepoints_{false};
+  std::mutex mutex_;
+  Result failureCode_ = Result::Success;
+  std::string failureReason_;
+  std::string rootReason_;
+  std::vector<Pending> pending_;  // ascending value
+  WaitNode* waiters_ = nullptr;
+};
+
+// Host wait on several semaphores (Instance/Device::waitSemaphores, Semaphore::wait).
+struct HostWaitEntry {
+  Ref<Semaphore> semaphore;
+  uint64_t value;
+};
+Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline deadline);
+
+}  // namespace baton::core

@@ -1,0 +1,43 @@
+// Timepoint: a device-side signal that a backend has *recorded* (issued to its stream) but that
+// may not have executed yet — on CUDA/HIP, a recorded event. A semaphore keeps the timepoints of
+// its pending device signals (Semaphore::addTimepoint); they let
+//   - a queue of the same backend wait GPU-side for a value as soon as its signal is recorded
+//     (the deferred-submission scheduler releases it then, not when the value is reached);
+//   - a host waiter wait on the native primitive (cuEventSynchronize) and advance the value when
+//     it observes completion.
+// The host backend signals directly and records no timepoints.
+#pragma once
+
+#include <cstdint>
+
+#include "baton/fwd.hpp"
+#include "clock.hpp"
+#include "object.hpp"
+#include "status.hpp"
+
+namespace baton::core {
+
+class Device;
+
+class Timepoint : public Object {
+ public:
+  Timepoint(Device* device, BackendKind backend);
+  ~Timepoint() override;
+
+  // The device whose work signals this timepoint (for device loss), and its backend.
+  Device* device() const noexcept { return device_.get(); }
+  BackendKind backend() const noexcept { return backend_; }
+
+  // Non-blocking. Success when the recorded work has completed, NotReady when not yet, an error
+  // (ErrorDeviceLost, ErrorDriver) when it never will. Thread safe.
+  virtual Status query() = 0;
+  // Blocks until completion (Success), the deadline (Timeout) or an error. Must not burn a core
+  // beyond a short spin. Thread safe.
+  virtual Status wait(Deadline deadline) = 0;
+
+ private:
+  Ref<Device> device_;  // keeps the backend device (its event pool) alive
+  BackendKind backend_;
+};
+
+}  // namespace baton::core
