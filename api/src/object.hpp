@@ -18,6 +18,9 @@ class Object {
   virtual ~Object() = default;
 
   void addRef() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // The number of references; only a hint under concurrency (used to tell whether pending work
+  // still references an object whose handle is being destroyed).
+  uint32_t refCount() const noexcept { return refs_.load(std::memory_order_acquire); }
   void release() const noexcept {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
@@ -60,6 +63,7 @@ class Ref {
   explicit operator bool() const noexcept { return p_ != nullptr; }
   T* detach() noexcept { return std::exchange(p_, nullptr); }
   friend bool operator==(const Ref& a, const Ref& b) noexcept { return a.p_ == b.p_; }
+  friend bool operator!=(const Ref& a, const Ref& b) noexcept { return a.p_ != b.p_; }
 
  private:
   T* p_ = nullptr;

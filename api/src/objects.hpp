@@ -170,6 +170,7 @@ class CommandBuffer : public Object {
  public:
   explicit CommandBuffer(Ref<Device> device) : device(std::move(device)) {}
   Ref<Device> device;
+  std::mutex mutex;  // recording is externally synchronised; this keeps submit's read safe
   Ref<CommandList> recording;  // between begin and end
   Ref<CommandList> ended;      // what submit takes
   uint64_t handle = 0;

@@ -45,7 +45,7 @@ class Device : public Handle<Device> {
   // Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle, ErrorDeviceLost.
   [[nodiscard]] Result createCommandBuffer(CommandBuffer* commandBuffer) const noexcept;
 
-  // Allocates a buffer now (blocking; see Queue::alloca for queue-ordered allocation).
+  // Allocates a buffer now (blocking; see Queue::allocaBuffer for queue-ordered allocation).
   // Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0),
   // ErrorNotSupported (memory kind), ErrorOutOfDeviceMemory, ErrorOutOfHostMemory,
   // ErrorDeviceLost, ErrorInvalidHandle.

@@ -46,16 +46,16 @@ class Queue : public Handle<Queue> {
   // order once `waits` are met, before `signals` are signalled. Use the buffer only in work
   // ordered after the signals; getDeviceAddress returns NotReady before the allocation ran.
   // Never blocks the calling thread. Ownership: the caller owns *buffer; release it with
-  // dealloca (or Buffer::destroy, which frees at once when no work is pending).
+  // deallocaBuffer (or Buffer::destroy, which frees at once when no work is pending).
   // Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
   // allocation) and ErrorInvalidArgument (size 0).
-  [[nodiscard]] Result alloca(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
+  [[nodiscard]] Result allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
                               Span<const SemaphoreValue> signals, Buffer* buffer) const noexcept;
 
-  // Queue-ordered free: the memory of `buffer` (made by alloca) is returned in queue order after
+  // Queue-ordered free: the memory of `buffer` (made by allocaBuffer) is returned in queue order after
   // `waits`, then `signals` are signalled. The handle is invalid after the call.
   // Returns what submit returns.
-  [[nodiscard]] Result dealloca(Span<const SemaphoreValue> waits, Buffer buffer,
+  [[nodiscard]] Result deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
                                 Span<const SemaphoreValue> signals) const noexcept;
 
   // Blocks until every batch submitted to this queue before the call has finished, or timeoutNs

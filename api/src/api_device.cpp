@@ -1,0 +1,164 @@
+// Public entry points of Device.
+#include "api_entry.hpp"
+#include "baton/device.hpp"
+
+namespace baton {
+
+namespace core {
+Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits,
+                   WaitMode mode, uint64_t timeoutNs);
+}
+
+static Ref<core::Device> findDevice(uint64_t h, Status* st) {
+  return find<core::Device>(h, ObjectType::Device, "device", st);
+}
+
+Result Device::destroy() const noexcept {
+  return entry("Device::destroy", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Device, "device", &st);
+    if (!o) return st;
+    auto* dev = static_cast<core::Device*>(o.get());
+    owner = dev->instance();
+    dev->instance()->children.remove(handle_);
+    size_t live = dev->shutdown();
+    if (live)
+      return error(Result::ErrorObjectInUse,
+                   "%s destroyed with %zu live command buffer(s)/buffer(s); they were destroyed too",
+                   dev->label().c_str(), live);
+    return Status();
+  });
+}
+
+Result Device::getQueue(uint32_t index, Queue* queue) const noexcept {
+  return entry("Device::getQueue", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(queue, "queue output pointer");
+    *queue = Queue();
+    if (index >= dev->queueHandles.size())
+      return error(Result::ErrorInvalidArgument, "queue index %u out of range: %s has %zu queue(s)",
+                   index, dev->label().c_str(), dev->queueHandles.size());
+    *queue = Queue(dev->queueHandles[index]);
+    return Status();
+  });
+}
+
+Result Device::getQueueCount(uint32_t* count) const noexcept {
+  return entry("Device::getQueueCount", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(count, "count");
+    *count = static_cast<uint32_t>(dev->queueHandles.size());
+    return Status();
+  });
+}
+
+Result Device::getPhysicalDevice(PhysicalDevice* physicalDevice) const noexcept {
+  return entry("Device::getPhysicalDevice", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(physicalDevice, "physical device output pointer");
+    *physicalDevice = PhysicalDevice(dev->physical()->handle);
+    return Status();
+  });
+}
+
+Result Device::createCommandBuffer(CommandBuffer* commandBuffer) const noexcept {
+  return entry("Device::createCommandBuffer", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(commandBuffer, "command buffer output pointer");
+    *commandBuffer = CommandBuffer();
+    if (dev->lost()) return dev->lostStatus();
+    Ref<core::CommandBuffer> cb = makeRef<core::CommandBuffer>(dev);
+    uint64_t h = HandleTable::get().insert(cb, ObjectType::CommandBuffer);
+    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    cb->handle = h;
+    dev->children.add(h, ObjectType::CommandBuffer);
+    *commandBuffer = CommandBuffer(h);
+    return Status();
+  });
+}
+
+namespace core {
+Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info) {
+  if (info.size == 0) return Status(Result::ErrorInvalidArgument, "buffer size is 0");
+  uint64_t caps = dev.physical()->properties.capabilities;
+  if (info.memory == MemoryKind::Device && !(caps & kCapabilityDeviceMemory))
+    return error(Result::ErrorNotSupported, "%s has no device memory", dev.label().c_str());
+  if (info.memory == MemoryKind::HostPinned && !(caps & kCapabilityHostPinnedMemory))
+    return error(Result::ErrorNotSupported, "%s has no pinned host memory", dev.label().c_str());
+  if (info.memory != MemoryKind::Device && info.memory != MemoryKind::HostPinned)
+    return error(Result::ErrorInvalidArgument, "unknown memory kind %u",
+                 static_cast<unsigned>(info.memory));
+  if (info.size > dev.physical()->properties.totalMemory && dev.physical()->properties.totalMemory)
+    return error(Result::ErrorOutOfDeviceMemory,
+                 "buffer size %llu exceeds the %llu bytes of %s",
+                 static_cast<unsigned long long>(info.size),
+                 static_cast<unsigned long long>(dev.physical()->properties.totalMemory),
+                 dev.label().c_str());
+  return Status();
+}
+}  // namespace core
+
+Result Device::createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept {
+  return entry("Device::createBuffer", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(buffer, "buffer output pointer");
+    *buffer = Buffer();
+    BATON_TRY(validateBufferInfo(*dev, info));
+    if (dev->lost()) return dev->lostStatus();
+    Ref<core::Buffer> b = makeRef<core::Buffer>(dev, info);
+    Status s = dev->impl()->allocate(info, &b->allocation);
+    if (!s.ok())
+      return s.context(format("allocating %llu bytes on %s",
+                              static_cast<unsigned long long>(info.size), dev->label().c_str()));
+    b->backed.store(true, std::memory_order_release);
+    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
+    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    b->handle = h;
+    dev->children.add(h, ObjectType::Buffer);
+    *buffer = Buffer(h);
+    return Status();
+  });
+}
+
+Result Device::waitIdle(uint64_t timeoutNs) const noexcept {
+  return entry("Device::waitIdle", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    Deadline deadline = Deadline::after(timeoutNs);
+    for (Ref<core::Queue>& q : dev->queues) BATON_TRY(q->waitIdle(deadline));
+    return Status();
+  });
+}
+
+Result Device::waitSemaphores(Span<const SemaphoreValue> waits, WaitMode mode,
+                              uint64_t timeoutNs) const noexcept {
+  return entry("Device::waitSemaphores", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    if (dev->lost()) return dev->lostStatus();
+    Status s = waitEntries(dev->instance(), waits, mode, timeoutNs);
+    if (s.isError() && dev->lost()) return dev->lostStatus();
+    return s;
+  });
+}
+
+}  // namespace baton

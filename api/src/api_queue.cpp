@@ -1,0 +1,211 @@
+// Public entry points of Queue: validation of submissions, then the scheduler (queue.cpp).
+#include "api_entry.hpp"
+#include "baton/device.hpp"
+#include "baton/queue.hpp"
+
+namespace baton {
+
+namespace core {
+Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info);
+}
+
+namespace {
+
+Status checkList(size_t size, const void* data, const char* what, size_t index) {
+  if (size > kMaxSubmitEntries)
+    return error(Result::ErrorInvalidArgument,
+                 "submit info %zu: %zu %s exceed kMaxSubmitEntries (%zu)", index, size, what,
+                 kMaxSubmitEntries);
+  if (size && !data)
+    return error(Result::ErrorInvalidArgument, "submit info %zu: %s pointer is null with %zu entries",
+                 index, what, size);
+  return Status();
+}
+
+Status buildWaits(core::Device& dev, Span<const SemaphoreValue> waits, size_t index,
+                  Submission& sub) {
+  BATON_TRY(checkList(waits.size(), waits.data(), "waits", index));
+  sub.waits.reserve(waits.size());
+  for (size_t i = 0; i < waits.size(); ++i) {
+    Status st;
+    Ref<core::Semaphore> s =
+        find<core::Semaphore>(waits[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
+    if (!s) return st.context(format("submit info %zu, wait %zu", index, i));
+    if (s->instance() != dev.instance())
+      return error(Result::ErrorDeviceMismatch,
+                   "submit info %zu, wait %zu: semaphore '%s' belongs to another instance", index,
+                   i, s->name().c_str());
+    sub.waits.push_back({std::move(s), waits[i].value, nullptr});
+  }
+  return Status();
+}
+
+Status buildSignals(core::Device& dev, Span<const SemaphoreValue> signals, size_t index,
+                    Submission& sub) {
+  BATON_TRY(checkList(signals.size(), signals.data(), "signals", index));
+  sub.signals.reserve(signals.size());
+  for (size_t i = 0; i < signals.size(); ++i) {
+    Status st;
+    Ref<core::Semaphore> s = find<core::Semaphore>(signals[i].semaphore.raw(),
+                                                   ObjectType::Semaphore, "semaphore", &st);
+    if (!s) return st.context(format("submit info %zu, signal %zu", index, i));
+    if (s->instance() != dev.instance())
+      return error(Result::ErrorDeviceMismatch,
+                   "submit info %zu, signal %zu: semaphore '%s' belongs to another instance",
+                   index, i, s->name().c_str());
+    uint64_t current = s->value(false);
+    if (signals[i].value <= current)
+      return error(Result::ErrorNonIncreasingValue,
+                   "submit info %zu, signal %zu: value %llu is not greater than the current "
+                   "value %llu of semaphore '%s'",
+                   index, i, static_cast<unsigned long long>(signals[i].value),
+                   static_cast<unsigned long long>(current), s->name().c_str());
+    sub.signals.push_back({std::move(s), signals[i].value});
+  }
+  return Status();
+}
+
+Ref<core::Queue> findQueue(uint64_t h, Status* st) {
+  return find<core::Queue>(h, ObjectType::Queue, "queue", st);
+}
+
+}  // namespace
+
+Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
+  return entry("Queue::submit", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Queue> q = findQueue(handle_, &st);
+    if (!q) return st;
+    core::Device& dev = *q->device();
+    owner = dev.instance();
+    if (submits.size() > kMaxSubmitInfos)
+      return error(Result::ErrorInvalidArgument, "%zu submit infos exceed kMaxSubmitInfos (%zu)",
+                   submits.size(), kMaxSubmitInfos);
+    if (submits.size() && !submits.data())
+      return Status(Result::ErrorInvalidArgument, "submit info pointer is null");
+    if (dev.lost()) return dev.lostStatus();
+    std::vector<std::unique_ptr<Submission>> subs;
+    subs.reserve(submits.size());
+    for (size_t i = 0; i < submits.size(); ++i) {
+      const SubmitInfo& info = submits[i];
+      auto sub = std::make_unique<Submission>();
+      BATON_TRY(buildWaits(dev, info.waits, i, *sub));
+      BATON_TRY(checkList(info.commandBuffers.size(), info.commandBuffers.data(),
+                          "command buffers", i));
+      sub->commandLists.reserve(info.commandBuffers.size());
+      for (size_t c = 0; c < info.commandBuffers.size(); ++c) {
+        Ref<core::CommandBuffer> cb = find<core::CommandBuffer>(
+            info.commandBuffers[c].raw(), ObjectType::CommandBuffer, "command buffer", &st);
+        if (!cb) return st.context(format("submit info %zu, command buffer %zu", i, c));
+        if (cb->device.get() != &dev)
+          return error(Result::ErrorDeviceMismatch,
+                       "submit info %zu, command buffer %zu was created on %s, not on %s", i, c,
+                       cb->device->label().c_str(), dev.label().c_str());
+        std::lock_guard<std::mutex> lock(cb->mutex);
+        if (!cb->ended)
+          return error(Result::ErrorInvalidState,
+                       "submit info %zu, command buffer %zu has no ended recording (call begin() "
+                       "and end() before submitting)",
+                       i, c);
+        sub->commandLists.push_back(cb->ended);
+      }
+      BATON_TRY(buildSignals(dev, info.signals, i, *sub));
+      subs.push_back(std::move(sub));
+    }
+    return q->submit(subs);
+  });
+}
+
+Result Queue::allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
+                     Span<const SemaphoreValue> signals, Buffer* buffer) const noexcept {
+  return entry("Queue::allocaBuffer", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Queue> q = findQueue(handle_, &st);
+    if (!q) return st;
+    core::Device& dev = *q->device();
+    owner = dev.instance();
+    BATON_NULL_CHECK(buffer, "buffer output pointer");
+    *buffer = Buffer();
+    if (!(dev.physical()->properties.capabilities & kCapabilityStreamOrderedAlloc))
+      return error(Result::ErrorNotSupported, "%s has no stream-ordered allocation",
+                   dev.label().c_str());
+    BATON_TRY(validateBufferInfo(dev, info));
+    if (dev.lost()) return dev.lostStatus();
+    std::vector<std::unique_ptr<Submission>> subs;
+    subs.push_back(std::make_unique<Submission>());
+    Submission& sub = *subs.back();
+    sub.kind = Submission::Kind::Alloca;
+    BATON_TRY(buildWaits(dev, waits, 0, sub));
+    BATON_TRY(buildSignals(dev, signals, 0, sub));
+    Ref<core::Buffer> b = makeRef<core::Buffer>(Ref<core::Device>(&dev), info);
+    b->queueOrdered = true;
+    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
+    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    b->handle = h;
+    sub.buffer = b;
+    Status s = q->submit(subs);
+    if (!s.ok()) {
+      Status ignored;
+      HandleTable::get().remove(h, ObjectType::Buffer, "buffer", &ignored);
+      return s;
+    }
+    dev.children.add(h, ObjectType::Buffer);
+    *buffer = Buffer(h);
+    return Status();
+  });
+}
+
+Result Queue::deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
+                       Span<const SemaphoreValue> signals) const noexcept {
+  return entry("Queue::deallocaBuffer", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Queue> q = findQueue(handle_, &st);
+    if (!q) return st;
+    core::Device& dev = *q->device();
+    owner = dev.instance();
+    Ref<core::Buffer> b = find<core::Buffer>(buffer.raw(), ObjectType::Buffer, "buffer", &st);
+    if (!b) return st;
+    if (b->device.get() != &dev)
+      return error(Result::ErrorDeviceMismatch, "buffer was allocated on %s, not on %s",
+                   b->device->label().c_str(), dev.label().c_str());
+    if (!b->queueOrdered)
+      return Status(Result::ErrorInvalidArgument,
+                    "buffer was not made by Queue::alloca; destroy it with Buffer::destroy");
+    if (dev.lost()) return dev.lostStatus();
+    std::vector<std::unique_ptr<Submission>> subs;
+    subs.push_back(std::make_unique<Submission>());
+    Submission& sub = *subs.back();
+    sub.kind = Submission::Kind::Dealloca;
+    BATON_TRY(buildWaits(dev, waits, 0, sub));
+    BATON_TRY(buildSignals(dev, signals, 0, sub));
+    sub.buffer = b;
+    Ref<Object> removed = HandleTable::get().remove(buffer.raw(), ObjectType::Buffer, "buffer", &st);
+    if (!removed) return st;
+    dev.children.remove(buffer.raw());
+    return q->submit(subs);
+  });
+}
+
+Result Queue::waitIdle(uint64_t timeoutNs) const noexcept {
+  return entry("Queue::waitIdle", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Queue> q = findQueue(handle_, &st);
+    if (!q) return st;
+    owner = q->device()->instance();
+    return q->waitIdle(Deadline::after(timeoutNs));
+  });
+}
+
+Result Queue::getDevice(Device* device) const noexcept {
+  return entry("Queue::getDevice", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Queue> q = findQueue(handle_, &st);
+    if (!q) return st;
+    owner = q->device()->instance();
+    BATON_NULL_CHECK(device, "device output pointer");
+    *device = Device(q->device()->handle);
+    return Status();
+  });
+}
+
+}  // namespace baton

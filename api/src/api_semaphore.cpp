@@ -1,0 +1,101 @@
+// Public entry points of Semaphore.
+#include <cstring>
+
+#include "api_entry.hpp"
+#include "baton/semaphore.hpp"
+
+namespace baton {
+
+namespace core {
+Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits,
+                   WaitMode mode, uint64_t timeoutNs);
+}
+
+static Ref<core::Semaphore> findSemaphore(uint64_t h, Status* st) {
+  return find<core::Semaphore>(h, ObjectType::Semaphore, "semaphore", st);
+}
+
+Result Semaphore::destroy() const noexcept {
+  return entry("Semaphore::destroy", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Semaphore, "semaphore", &st);
+    if (!o) return st;
+    auto* s = static_cast<core::Semaphore*>(o.get());
+    owner = s->instance();
+    s->instance()->children.remove(handle_);
+    // References beyond ours mean pending submissions or host waiters still use it. Fail it so
+    // that none of them waits for a signal that can no longer be sent.
+    if (s->hasWaiters() || s->refCount() > 1) {
+      s->fail(Result::ErrorSemaphoreFailed, "semaphore '" + s->name() +
+                                                "' was destroyed while pending work used it");
+      return error(Result::ErrorObjectInUse,
+                   "semaphore '%s' destroyed while pending work used it; it was failed so that "
+                   "its waiters return",
+                   s->name().c_str());
+    }
+    return Status();
+  });
+}
+
+Result Semaphore::getValue(uint64_t* value) const noexcept {
+  return entry("Semaphore::getValue", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s = findSemaphore(handle_, &st);
+    if (!s) return st;
+    owner = s->instance();
+    BATON_NULL_CHECK(value, "value output pointer");
+    *value = s->value(true);
+    return s->failure();
+  });
+}
+
+Result Semaphore::signal(uint64_t value) const noexcept {
+  return entry("Semaphore::signal", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s = findSemaphore(handle_, &st);
+    if (!s) return st;
+    owner = s->instance();
+    return s->signal(value);
+  });
+}
+
+Result Semaphore::fail(const char* reason) const noexcept {
+  return entry("Semaphore::fail", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s = findSemaphore(handle_, &st);
+    if (!s) return st;
+    owner = s->instance();
+    if (!s->fail(Result::ErrorSemaphoreFailed, reason ? reason : "failed by the host"))
+      return s->failure().context("already failed");
+    return Status();
+  });
+}
+
+Result Semaphore::getFailureReason(char* buffer, size_t capacity) const noexcept {
+  return entry("Semaphore::getFailureReason", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s = findSemaphore(handle_, &st);
+    if (!s) return st;
+    owner = s->instance();
+    BATON_NULL_CHECK(buffer, "buffer");
+    if (capacity == 0) return Status(Result::ErrorInvalidArgument, "capacity is 0");
+    std::string text = s->failed() ? s->failure().message() : std::string();
+    size_t n = std::min(capacity - 1, text.size());
+    std::memcpy(buffer, text.data(), n);
+    buffer[n] = '\0';
+    return Status();
+  });
+}
+
+Result Semaphore::wait(uint64_t value, uint64_t timeoutNs) const noexcept {
+  return entry("Semaphore::wait", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s = findSemaphore(handle_, &st);
+    if (!s) return st;
+    owner = s->instance();
+    std::vector<HostWaitEntry> entries{{s, value}};
+    return hostWait(entries, WaitMode::All, Deadline::after(timeoutNs));
+  });
+}
+
+}  // namespace baton

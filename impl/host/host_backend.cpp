@@ -1,0 +1,238 @@
+// The host backend (DESIGN §4): each queue is a worker thread that executes released submissions
+// in order. It is the reference implementation of the semantics and the CI target. Semaphores
+// are pure core objects, so host queues interoperate with every backend: a wait on a recorded
+// device signal (a Timepoint) is accepted and waited for on the worker thread.
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "backend.hpp"
+#include "baton/device.hpp"
+#include "notifier.hpp"
+#include "objects.hpp"
+
+namespace baton::core {
+namespace {
+
+constexpr uint64_t kAlignment = 64;
+
+class HostQueue final : public QueueImpl {
+ public:
+  HostQueue(Device& device, uint32_t index) : device_(device), index_(index) {
+    worker_ = std::thread([this] { run(); });
+  }
+  ~HostQueue() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_one();
+    worker_.join();
+  }
+
+  bool canWait(const Timepoint&) const override { return true; }
+
+  void issue(std::unique_ptr<Submission> submission) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fifo_.push_back(std::move(submission));
+      ++issued_;
+    }
+    ready_.notify_one();
+  }
+
+  Status waitIdle(Deadline deadline) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    uint64_t target = issued_;
+    while (completed_ < target) {
+      if (deadline.isNever()) {
+        idle_.wait(lock);
+      } else {
+        uint64_t left = deadline.remaining();
+        if (left == 0) return Status(Result::Timeout);
+        idle_.wait_for(lock, std::chrono::nanoseconds(left));
+      }
+    }
+    return Status();
+  }
+
+  NativeQueue native() const override {
+    NativeQueue q;
+    q.backend = BackendKind::Host;
+    q.queueIndex = index_;
+    return q;
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return stop_ || !fifo_.empty(); });
+      if (fifo_.empty()) return;  // stop_ with nothing left
+      std::unique_ptr<Submission> sub = std::move(fifo_.front());
+      fifo_.pop_front();
+      lock.unlock();
+      execute(*sub);
+      sub.reset();  // drop references (semaphores, buffers) before reporting idle
+      lock.lock();
+      ++completed_;
+      idle_.notify_all();
+    }
+  }
+
+  void execute(Submission& sub) {
+    Notifier::Scope scope;
+    for (Submission::Wait& w : sub.waits) {
+      if (!w.timepoint) continue;
+      Status s = w.timepoint->wait(Deadline::never());
+      if (!s.ok()) {
+        w.timepoint->device()->markLost(s.message());
+        failSignals(sub, s.context(format("host queue %u waiting for semaphore '%s' >= %llu",
+                                          index_, w.semaphore->name().c_str(),
+                                          static_cast<unsigned long long>(w.value))));
+        return;
+      }
+    }
+    Status s = run(sub);
+    if (!s.ok()) {
+      failSignals(sub, s);
+      return;
+    }
+    reachSignals(sub);
+  }
+
+  static void* hostPointer(const Buffer& b, uint64_t offset) {
+    return static_cast<uint8_t*>(b.allocation.host) + offset;
+  }
+
+  Status run(Submission& sub) {
+    switch (sub.kind) {
+      case Submission::Kind::Alloca: {
+        Status s = device_.impl()->allocate(sub.buffer->info, &sub.buffer->allocation);
+        if (!s.ok()) return s.context("queue-ordered allocation");
+        sub.buffer->backed.store(true, std::memory_order_release);
+        return Status();
+      }
+      case Submission::Kind::Dealloca:
+        if (sub.buffer->backed.exchange(false, std::memory_order_acq_rel))
+          device_.impl()->free(sub.buffer->allocation);
+        return Status();
+      case Submission::Kind::Commands: break;
+    }
+    for (const Ref<CommandList>& list : sub.commandLists) {
+      for (const Command& c : list->commands) {
+        for (const Ref<Buffer>* b : {&c.src, &c.dst}) {
+          if (*b && !(*b)->backed.load(std::memory_order_acquire))
+            return Status(Result::ErrorInvalidState,
+                          "a command used a buffer whose queue-ordered allocation had not run "
+                          "(or that was already freed): order it after the alloca's signal");
+        }
+        switch (c.kind) {
+          case Command::Kind::Copy:
+            std::memmove(hostPointer(*c.dst, c.dstOffset), hostPointer(*c.src, c.srcOffset),
+                         c.size);
+            break;
+          case Command::Kind::Fill: {
+            auto* p = static_cast<uint32_t*>(hostPointer(*c.dst, c.dstOffset));
+            for (uint64_t i = 0; i < c.size / 4; ++i) p[i] = c.pattern;
+            break;
+          }
+          case Command::Kind::Update:
+            std::memcpy(hostPointer(*c.dst, c.dstOffset), c.data.data(), c.size);
+            break;
+          case Command::Kind::HostCall: {
+            Result r = c.hostCallback(c.userData);
+            if (isError(r))
+              return error(Result::ErrorHostCallFailed, "hostCall on host queue %u returned %s",
+                           index_, resultName(r));
+            break;
+          }
+          case Command::Kind::Native: {
+            Result r = c.nativeCallback(native(), c.userData);
+            if (isError(r))
+              return error(Result::ErrorHostCallFailed,
+                           "native callback on host queue %u returned %s", index_, resultName(r));
+            break;
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+  Device& device_;
+  uint32_t index_;
+  std::mutex mutex_;
+  std::condition_variable ready_, idle_;
+  std::deque<std::unique_ptr<Submission>> fifo_;
+  uint64_t issued_ = 0, completed_ = 0;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+class HostDevice final : public DeviceImpl {
+ public:
+  explicit HostDevice(Device& device) : device_(device) {}
+
+  Status createQueue(uint32_t index, Queue&, std::unique_ptr<QueueImpl>* out) override {
+    *out = std::make_unique<HostQueue>(device_, index);
+    return Status();
+  }
+
+  Status allocate(const BufferCreateInfo& info, Allocation* out) override {
+    uint64_t size = (info.size + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = size >= info.size ? std::aligned_alloc(kAlignment, size) : nullptr;
+    if (!p)
+      return error(Result::ErrorOutOfDeviceMemory, "host allocation of %llu bytes failed",
+                   static_cast<unsigned long long>(info.size));
+    std::memset(p, 0, size);
+    out->host = p;
+    out->deviceAddress = reinterpret_cast<uintptr_t>(p);
+    out->size = info.size;
+    return Status();
+  }
+
+  void free(const Allocation& allocation) override { std::free(allocation.host); }
+
+ private:
+  Device& device_;
+};
+
+class HostBackend final : public Backend {
+ public:
+  BackendKind kind() const override { return BackendKind::Host; }
+  Status load() override { return Status(); }
+  uint32_t deviceCount() const override { return 1; }
+
+  PhysicalDeviceProperties properties(uint32_t) const override {
+    PhysicalDeviceProperties p;
+    p.backend = BackendKind::Host;
+    std::snprintf(p.name, sizeof p.name, "host (%u CPU threads)",
+                  std::max(1u, std::thread::hardware_concurrency()));
+    static const char kUuid[16] = {'b', 'a', 't', 'o', 'n', '-', 'h', 'o',
+                                   's', 't', '-', 'd', 'e', 'v', '0', '1'};
+    std::memcpy(p.uuid, kUuid, sizeof p.uuid);
+    long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+    p.totalMemory = pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * pageSize : 0;
+    p.maxQueues = kMaxQueues;
+    p.capabilities = kCapabilityDeviceMemory | kCapabilityHostPinnedMemory |
+                     kCapabilityStreamOrderedAlloc | kCapabilityHostMappedDeviceMemory;
+    return p;
+  }
+
+  Status createDevice(uint32_t, Device& device, std::unique_ptr<DeviceImpl>* out) override {
+    *out = std::make_unique<HostDevice>(device);
+    return Status();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> createHostBackend() { return std::make_unique<HostBackend>(); }
+
+}  // namespace baton::core
