@@ -85,8 +85,10 @@ class HostQueue final : public QueueImpl {
     }
   }
 
+  // No Notifier::Scope here: user callbacks run inside, and a callback that signals a semaphore
+  // and then waits for work that signal releases must see that release happen on return from
+  // its signal call, not when execute() ends (that would deadlock). reach/fail open their own.
   void execute(Submission& sub) {
-    Notifier::Scope scope;
     for (Submission::Wait& w : sub.waits) {
       if (!w.timepoint) continue;
       Status s = w.timepoint->wait(Deadline::never());

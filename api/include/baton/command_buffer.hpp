@@ -35,7 +35,9 @@ struct NativeQueue {
 // Runs on a host thread when the submission is issued, in queue order, with the native stream:
 // enqueue work there (kernels, library calls) and it executes in order with the rest of the
 // submission. On the host backend it runs on the queue's worker thread and its own work is the
-// work. An error return fails the submission like a HostCallback.
+// work. An error return fails the submission like a HostCallback. On GPU backends it runs while
+// the queue issues (possibly on the thread whose signal released the submission), so it must
+// enqueue work and return: never block waiting for other baton work.
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 
 class CommandBuffer : public Handle<CommandBuffer> {

@@ -1,0 +1,774 @@
+// The stream/event machinery shared by the CUDA and HIP backends; see stream_backend.hpp for the
+// overview. Figures quoted below are from DESIGN §6 (H100, driver 580, CUDA 13).
+#include "stream_backend.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include "clock.hpp"
+#include "notifier.hpp"
+#include "objects.hpp"
+#include "parker.hpp"
+
+namespace baton::stream {
+namespace {
+
+using core::Deadline;
+using core::Ref;
+
+std::atomic<uint64_t> gEventsCreated{0};
+std::atomic<uint64_t> gEventsInUse{0};
+std::atomic<uint64_t> gTimepoints{0};
+std::atomic<uint64_t> gRecords{0};
+
+// A host wait spins on the event this long before it sleeps. An event query sees a completed
+// record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
+// completion thread, which itself sleeps in the driver (interrupt-driven, tens of µs). 50 µs
+// covers short GPU work at full speed and costs a waiter of a long frame (ms) almost nothing.
+constexpr uint64_t kHostWaitSpinNs = 50'000;
+// The completion thread spins this long on the oldest event before it sleeps in the driver: a
+// short spin catches back-to-back small submissions without a sleep/wake per record, and bounds
+// what a queue that is always busy with long work burns.
+constexpr uint64_t kCompletionSpinNs = 10'000;
+
+// Futex on one 32-bit word, as in the core's Parker: FUTEX_WAIT_BITSET takes an absolute
+// CLOCK_MONOTONIC deadline, so retries after spurious wake-ups do not stretch the timeout.
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) {
+  timespec ts;
+  timespec* tsp = nullptr;
+  if (!deadline.isNever()) {
+    ts.tv_sec = static_cast<time_t>(deadline.ns / 1000000000ull);
+    ts.tv_nsec = static_cast<long>(deadline.ns % 1000000000ull);
+    tsp = &ts;
+  }
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_BITSET_PRIVATE, expected, tsp,
+          nullptr, FUTEX_BITSET_MATCH_ANY);
+}
+
+void futexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
+          nullptr, 0);
+}
+
+// What Allocation::native says about where memory came from, so that free() and dealloca pick
+// the matching release.
+enum class MemoryTag : uintptr_t { Device = 1, HostPinned = 2, StreamOrdered = 3 };
+
+void* tagOf(MemoryTag tag) { return reinterpret_cast<void*>(static_cast<uintptr_t>(tag)); }
+MemoryTag tagOf(const core::Allocation& a) {
+  return static_cast<MemoryTag>(reinterpret_cast<uintptr_t>(a.native));
+}
+
+// Events are recycled rather than created per submission: creation is a driver allocation, and
+// in steady state the number of events alive equals the number of recorded signals that someone
+// can still wait for (a timepoint owns its event until it dies).
+class EventPool {
+ public:
+  EventPool(const DriverTable& driver, bool blockingSync)
+      : driver_(driver), blockingSync_(blockingSync) {}
+
+  Status acquire(void** event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        *event = free_.back();
+        free_.pop_back();
+        gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+        return Status();
+      }
+    }
+    Status s = driver_.eventCreate(event, blockingSync_);
+    if (!s.ok()) return s;
+    gEventsCreated.fetch_add(1, std::memory_order_relaxed);
+    gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+    return Status();
+  }
+
+  void release(void* event) {
+    gEventsInUse.fetch_sub(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(event);
+  }
+
+  // Destroys the pooled events; every event is back in the pool by then (timepoints keep the
+  // device's shared state, and with it the pool, alive).
+  void destroyAll() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (void* e : free_) (void)driver_.eventDestroy(e);
+    gEventsCreated.fetch_sub(free_.size(), std::memory_order_relaxed);
+    free_.clear();
+  }
+
+ private:
+  const DriverTable& driver_;
+  const bool blockingSync_;
+  std::mutex mutex_;
+  std::vector<void*> free_;
+};
+
+// State of one device that outlives the core objects as long as anything uses it: timepoints
+// (held by semaphores and host waiters) need the event pool and the context after the device's
+// handle, or even the core Device, is gone.
+struct DeviceShared {
+  explicit DeviceShared(DeviceConfig c)
+      : config(std::move(c)), driver(*config.driver), pool(driver, config.blockingSyncEvents) {}
+  ~DeviceShared() {
+    {
+      ContextScope scope(driver, config.context);
+      pool.destroyAll();
+    }
+    if (config.release) config.release();
+  }
+
+  // Releases memory that no pending work uses any more.
+  void freeAllocation(const core::Allocation& a) {
+    ContextScope scope(driver, config.context);
+    switch (tagOf(a)) {
+      case MemoryTag::Device:
+      case MemoryTag::StreamOrdered:
+        // cuMemFree accepts pool memory too; its users are done (the caller guarantees it).
+        (void)driver.memFree(a.deviceAddress);
+        break;
+      case MemoryTag::HostPinned: (void)driver.hostFree(a.host); break;
+    }
+  }
+
+  DeviceConfig config;
+  const DriverTable& driver;
+  EventPool pool;
+};
+
+// A recorded device signal: one recording of a pooled event on a queue's stream.
+class StreamTimepoint final : public core::Timepoint {
+ public:
+  StreamTimepoint(std::shared_ptr<DeviceShared> shared, core::Device* device, void* event,
+                  void* stream)
+      : Timepoint(device, shared->driver.kind),
+        shared_(std::move(shared)),
+        event_(event),
+        stream_(stream) {
+    gTimepoints.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~StreamTimepoint() override {
+    shared_->pool.release(event_);
+    gTimepoints.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  void* event() const noexcept { return event_; }
+  void* stream() const noexcept { return stream_; }
+
+  // Whether the completion thread published the outcome; *outcome receives it.
+  bool done(Status* outcome) const {
+    if (state_.load(std::memory_order_acquire) != kDone) return false;
+    *outcome = outcome_;
+    return true;
+  }
+
+  Status query() override {
+    Status outcome;
+    if (done(&outcome)) return outcome;
+    ContextScope scope(shared_->driver, shared_->config.context);
+    return shared_->driver.eventQuery(event_);
+  }
+
+  Status wait(Deadline deadline) override {
+    Status outcome;
+    if (done(&outcome)) return outcome;
+    {
+      ContextScope scope(shared_->driver, shared_->config.context);
+      const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
+      for (;;) {
+        Status s = shared_->driver.eventQuery(event_);
+        if (s.code() != Result::NotReady) return s;  // completed, or an error (device lost)
+        uint64_t now = core::nowNs();
+        if (!deadline.isNever() && now >= deadline.ns) return Status(Result::Timeout);
+        if (now >= spinEnd) break;
+        core::cpuRelax();
+      }
+    }
+    // Sleep until the queue's completion thread observes the event (it sleeps in the driver
+    // itself, so nobody burns a core while the GPU works).
+    for (;;) {
+      uint32_t s = state_.load(std::memory_order_acquire);
+      if (s == kDone) return outcome_;
+      if (s == kPending &&
+          !state_.compare_exchange_weak(s, kPendingWaiters, std::memory_order_acq_rel))
+        continue;
+      if (deadline.expired()) return Status(Result::Timeout);
+      futexWait(&state_, kPendingWaiters, deadline);
+    }
+  }
+
+  // Completion thread only, once: publishes the outcome and wakes sleeping waiters.
+  void complete(const Status& outcome) {
+    outcome_ = outcome;
+    if (state_.exchange(kDone, std::memory_order_acq_rel) == kPendingWaiters)
+      futexWakeAll(&state_);
+  }
+
+ private:
+  static constexpr uint32_t kPending = 0, kPendingWaiters = 1, kDone = 2;
+  std::shared_ptr<DeviceShared> shared_;
+  void* event_;
+  void* stream_;
+  std::atomic<uint32_t> state_{kPending};
+  Status outcome_;  // written before state_ becomes kDone
+};
+
+// The host callbacks of one submission. The trampoline is the cuLaunchHostFunc function: it
+// runs on the driver's callback thread, calls the user's callback and records a failure; it
+// makes no driver call and touches no semaphore (CUDA forbids driver calls inside a host
+// function, and a semaphore signal may release and issue other submissions inline). The
+// completion thread acts on the recorded result once the submission's event has completed.
+struct HostCalls {
+  struct Call {
+    HostCalls* owner;
+    HostCallback callback;
+    void* userData;
+  };
+  static void trampoline(void* data) {
+    auto* call = static_cast<Call*>(data);
+    HostCalls& owner = *call->owner;
+    // Commands after a failed host call do not run: later host calls of the submission skip.
+    if (owner.firstError.load(std::memory_order_acquire) != 0) return;
+    Result r = call->callback(call->userData);
+    if (isError(r)) owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);
+  }
+  std::vector<Call> calls;  // reserved up front: the driver holds pointers into it
+  std::atomic<int32_t> firstError{0};
+};
+
+// One issued submission, owned by the queue's completion thread until its event completes: the
+// submission keeps its command lists (buffers, update data) and semaphores alive that long.
+struct Record {
+  Ref<StreamTimepoint> timepoint;
+  std::unique_ptr<core::Submission> submission;
+  std::unique_ptr<HostCalls> hostCalls;
+  bool signalsDone = false;                // signals were failed at issue
+  std::vector<core::Allocation> freeAfter;  // dealloca of memory without a stream-ordered free
+};
+
+struct QueueShared {
+  QueueShared(std::shared_ptr<DeviceShared> d, core::Device* cd, uint32_t i, std::string l)
+      : device(std::move(d)), coreDevice(cd), driver(device->driver), index(i),
+        label(std::move(l)) {}
+  ~QueueShared() {
+    ContextScope scope(driver, device->config.context);
+    if (sleepEvent) (void)driver.eventDestroy(sleepEvent);
+    if (sleepStream) (void)driver.streamDestroy(sleepStream);
+    if (stream) (void)driver.streamDestroy(stream);
+  }
+
+  void push(Record&& record) {
+    {
+      std::lock_guard<std::mutex> lock(inboxMutex);
+      inbox.push_back(std::move(record));
+      issued.fetch_add(1, std::memory_order_seq_cst);
+    }
+    gRecords.fetch_add(1, std::memory_order_relaxed);
+    parker.unpark();
+  }
+
+  // A sticky error seen while issuing: the completion thread calls Device::markLost, because the
+  // issuing thread holds the core queue's lock and markLost takes every queue's lock.
+  void deferLost(const std::string& reason) {
+    {
+      std::lock_guard<std::mutex> lock(inboxMutex);
+      if (!lostPending) lostReason = reason;
+      lostPending = true;
+    }
+    parker.unpark();
+  }
+
+  void publishCompleted(uint64_t n) {
+    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    completed.fetch_add(n, std::memory_order_seq_cst);
+    if (idleWaiters.load(std::memory_order_seq_cst) != 0) {
+      std::lock_guard<std::mutex> lock(idleMutex);
+      idleCv.notify_all();
+    }
+  }
+
+  std::shared_ptr<DeviceShared> device;
+  // Valid while the completion thread has records: each holds a timepoint, which holds the
+  // core Device.
+  core::Device* coreDevice;
+  const DriverTable& driver;
+  const uint32_t index;
+  const std::string label;
+  void* stream = nullptr;
+  void* sleepStream = nullptr;  // helper for sleeping on non-blocking-sync events
+  void* sleepEvent = nullptr;
+
+  std::mutex inboxMutex;
+  std::vector<Record> inbox;
+  bool lostPending = false;
+  std::string lostReason;
+  core::Parker parker;
+  std::atomic<bool> stop{false};
+
+  std::atomic<uint64_t> issued{0}, completed{0};
+  std::atomic<uint32_t> idleWaiters{0};
+  std::mutex idleMutex;
+  std::condition_variable idleCv;
+};
+
+// ---- completion thread ----------------------------------------------------------------------
+
+class Completion {
+ public:
+  explicit Completion(std::shared_ptr<QueueShared> q) : q_(std::move(q)), d_(q_->driver) {}
+
+  void run() {
+    // The thread's own driver calls always run in the device's context.
+    (void)d_.setCurrent(q_->device->config.context);
+    std::vector<Record> incoming;
+    for (;;) {
+      std::string lost;
+      {
+        std::lock_guard<std::mutex> lock(q_->inboxMutex);
+        incoming.swap(q_->inbox);
+        if (q_->lostPending) {
+          lost = std::move(q_->lostReason);
+          q_->lostPending = false;
+        }
+      }
+      for (Record& r : incoming) inflight_.push_back(std::move(r));
+      incoming.clear();
+      if (!lost.empty()) q_->coreDevice->markLost(lost);
+      if (inflight_.empty()) {
+        // Nothing in flight: the core Device may be gone (see ~StreamQueue), touch only q_.
+        if (q_->stop.load(std::memory_order_acquire)) return;
+        q_->parker.park(Deadline::never());
+        continue;
+      }
+      if (q_->coreDevice->lost()) {
+        failAll(q_->coreDevice->lostStatus());
+        continue;
+      }
+      size_t n = 0;
+      Status err = countCompleted(&n);
+      if (err.ok() && n == 0) err = sleepOnOldest();
+      if (err.isError()) {
+        q_->coreDevice->markLost(err.message());
+        failAll(q_->coreDevice->lostStatus());
+        continue;
+      }
+      if (n) finish(n);
+    }
+  }
+
+ private:
+  // How many records, oldest first, have completed. The stream is in order, so when the newest
+  // has completed all have: one query in the common catch-up case.
+  Status countCompleted(size_t* n) {
+    *n = 0;
+    Status s = d_.eventQuery(inflight_.back().timepoint->event());
+    if (s.ok()) {
+      *n = inflight_.size();
+      return Status();
+    }
+    if (s.isError()) return s;
+    for (size_t i = 0; i + 1 < inflight_.size(); ++i) {
+      s = d_.eventQuery(inflight_[i].timepoint->event());
+      if (s.ok()) {
+        *n = i + 1;
+        continue;
+      }
+      if (s.isError()) return s;
+      break;
+    }
+    return Status();
+  }
+
+  // Blocks until the oldest record's event completes (or fails), without burning the core: a
+  // short spin, then a blocking-sync wait in the driver (interrupt driven).
+  Status sleepOnOldest() {
+    void* event = inflight_.front().timepoint->event();
+    const uint64_t spinEnd = core::nowNs() + kCompletionSpinNs;
+    for (;;) {
+      Status s = d_.eventQuery(event);
+      if (s.code() != Result::NotReady) return s;
+      if (core::nowNs() >= spinEnd) break;
+      for (int i = 0; i < 16; ++i) core::cpuRelax();
+    }
+    if (q_->device->config.blockingSyncEvents) return d_.eventSynchronize(event);
+    // A non-blocking-sync event cannot be slept on (eventSynchronize spins on it, with the
+    // context's default scheduling); wait for it on the helper stream and sleep on a
+    // blocking-sync event recorded behind it. Records of one queue complete in order, so one
+    // helper stream per queue never makes this wait for a later record.
+    BATON_TRY(d_.streamWaitEvent(q_->sleepStream, event));
+    BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->sleepStream));
+    return d_.eventSynchronize(q_->sleepEvent);
+  }
+
+  // Publishes the first n records: timepoints completed, signal values reached (one reach per
+  // semaphore, with the highest value), host-call failures propagated, deferred frees done.
+  void finish(size_t n) {
+    {
+      core::Notifier::Scope scope;  // releases run once, when the batch is published
+      for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
+      reach_.clear();
+      for (size_t i = 0; i < n; ++i) {
+        Record& r = inflight_[i];
+        if (r.signalsDone) continue;
+        int32_t failed = r.hostCalls ? r.hostCalls->firstError.load(std::memory_order_acquire) : 0;
+        if (failed != 0) {
+          core::failSignals(*r.submission,
+                            core::error(Result::ErrorHostCallFailed,
+                                        "a hostCall on %s returned %s", q_->label.c_str(),
+                                        resultName(static_cast<Result>(failed))));
+          continue;
+        }
+        for (core::Submission::Signal& s : r.submission->signals)
+          reach_.emplace_back(s.semaphore.get(), s.value);
+      }
+      std::sort(reach_.begin(), reach_.end());
+      for (size_t i = 0; i < reach_.size(); ++i) {
+        if (i + 1 < reach_.size() && reach_[i + 1].first == reach_[i].first) continue;  // max
+        reach_[i].first->reach(reach_[i].second);
+      }
+      reach_.clear();
+      for (size_t i = 0; i < n; ++i)
+        for (const core::Allocation& a : inflight_[i].freeAfter) q_->device->freeAllocation(a);
+      // Drop the references (semaphores, buffers, timepoints) before reporting the queue idle:
+      // Device::shutdown waits for idle, and must find nothing of ours holding the device.
+      inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<ptrdiff_t>(n));
+    }
+    q_->publishCompleted(n);
+  }
+
+  // Device lost (or queue torn down after loss): every record in flight fails.
+  void failAll(const Status& why) {
+    size_t n = inflight_.size();
+    {
+      core::Notifier::Scope scope;
+      for (Record& r : inflight_) {
+        r.timepoint->complete(why);
+        if (!r.signalsDone) core::failSignals(*r.submission, why);
+        for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
+      }
+      inflight_.clear();
+    }
+    q_->publishCompleted(n);
+  }
+
+  std::shared_ptr<QueueShared> q_;
+  const DriverTable& d_;
+  std::deque<Record> inflight_;
+  std::vector<std::pair<core::Semaphore*, uint64_t>> reach_;
+};
+
+// ---- queue ----------------------------------------------------------------------------------
+
+class StreamQueue final : public core::QueueImpl {
+ public:
+  explicit StreamQueue(std::shared_ptr<QueueShared> shared) : q_(std::move(shared)) {
+    thread_ = std::thread([q = q_] { Completion(q).run(); });
+  }
+
+  ~StreamQueue() override {
+    q_->stop.store(true, std::memory_order_release);
+    q_->parker.unpark();
+    // The completion thread can itself drop the last reference to the core Device (a record's
+    // timepoint), which destroys this queue on that thread: then it must not join itself. It
+    // finds nothing in flight and exits, touching only the shared queue state.
+    if (thread_.get_id() == std::this_thread::get_id())
+      thread_.detach();
+    else
+      thread_.join();
+  }
+
+  bool canWait(const core::Timepoint& tp) const override {
+    // Any device of this driver: streamWaitEvent accepts events of other contexts and devices.
+    return tp.backend() == q_->driver.kind && typeid(tp) == typeid(StreamTimepoint);
+  }
+
+  core::NativeQueue native() const override {
+    NativeQueue nq;
+    nq.backend = q_->driver.kind;
+    nq.stream = q_->stream;
+    nq.deviceOrdinal = q_->device->config.ordinal;
+    nq.queueIndex = q_->index;
+    return nq;
+  }
+
+  Status waitIdle(Deadline deadline) override {
+    uint64_t target = q_->issued.load(std::memory_order_seq_cst);
+    if (q_->completed.load(std::memory_order_seq_cst) >= target) return Status();
+    q_->idleWaiters.fetch_add(1, std::memory_order_seq_cst);
+    std::unique_lock<std::mutex> lock(q_->idleMutex);
+    Status result;
+    while (q_->completed.load(std::memory_order_seq_cst) < target) {
+      if (deadline.isNever()) {
+        q_->idleCv.wait(lock);
+      } else {
+        uint64_t left = deadline.remaining();
+        if (left == 0) {
+          result = Status(Result::Timeout);
+          break;
+        }
+        q_->idleCv.wait_for(lock, std::chrono::nanoseconds(left));
+      }
+    }
+    lock.unlock();
+    q_->idleWaiters.fetch_sub(1, std::memory_order_seq_cst);
+    return result;
+  }
+
+  void issue(std::unique_ptr<core::Submission> sub) override {
+    QueueShared& q = *q_;
+    const DriverTable& d = q.driver;
+    if (q.coreDevice->lost()) {
+      core::failSignals(*sub, q.coreDevice->lostStatus());
+      return;
+    }
+    ContextScope context(d, q.device->config.context);
+
+    Status st = enqueueWaits(*sub);
+    // streamWaitEvent captured each event's recorded state; holding the timepoints until the
+    // submission completes would only keep their events out of the pool.
+    for (core::Submission::Wait& w : sub->waits) w.timepoint = nullptr;
+    if (!st.ok()) {  // nothing enqueued yet
+      failIssue(*sub, st);
+      return;
+    }
+
+    Record rec;
+    st = enqueueWork(*sub, context, &rec);
+
+    // Record the completion event even when enqueueing stopped half-way: the work already
+    // enqueued uses the submission's buffers and data until the event completes.
+    void* event = nullptr;
+    Status rs = q.device->pool.acquire(&event);
+    if (rs.ok()) {
+      rs = d.eventRecord(event, q.stream);
+      if (!rs.ok()) q.device->pool.release(event);
+    }
+    if (!rs.ok()) {
+      // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
+      // it (only after a driver error, in practice a lost device).
+      (void)d.streamSynchronize(q.stream);
+      failIssue(*sub, st.ok() ? rs : st);
+      for (const core::Allocation& a : rec.freeAfter) q.device->freeAllocation(a);
+      return;
+    }
+    rec.timepoint = Ref<StreamTimepoint>::adopt(
+        new StreamTimepoint(q.device, q.coreDevice, event, q.stream));
+    if (!st.ok()) {
+      failIssue(*sub, st);
+      rec.signalsDone = true;
+    } else if (!rec.hostCalls) {
+      // Publish the signals as GPU-waitable timepoints: queues waiting for these values are
+      // released now (when this thread's Notifier scope closes) and wait with streamWaitEvent.
+      for (core::Submission::Signal& s : sub->signals)
+        s.semaphore->addTimepoint(s.value, rec.timepoint);
+    }
+    // With host calls, the signals are NOT published as timepoints: a GPU-side waiter would run
+    // as soon as the event completes, even when a host call failed and the signals must fail.
+    // The completion thread reaches (or fails) them once the event completed and the host calls'
+    // results are known; waiters are then released from the host.
+    rec.submission = std::move(sub);
+    q.push(std::move(rec));
+  }
+
+ private:
+  Status enqueueWaits(core::Submission& sub) {
+    QueueShared& q = *q_;
+    for (core::Submission::Wait& w : sub.waits) {
+      if (!w.timepoint) continue;  // the scheduler removes reached waits; defensive
+      auto* tp = static_cast<StreamTimepoint*>(w.timepoint.get());
+      Status outcome;
+      if (tp->done(&outcome)) {
+        if (!outcome.ok())
+          return outcome.context(core::format("%s waiting for semaphore '%s' >= %llu",
+                                              q.label.c_str(), w.semaphore->name().c_str(),
+                                              static_cast<unsigned long long>(w.value)));
+        continue;  // completed: nothing to wait for
+      }
+      if (tp->stream() == q.stream) continue;  // recorded earlier on this in-order stream
+      BATON_TRY(q.driver.streamWaitEvent(q.stream, tp->event()));
+    }
+    return Status();
+  }
+
+  static Status unbacked() {
+    return Status(Result::ErrorInvalidState,
+                  "a command used a buffer whose queue-ordered allocation had not run (or that "
+                  "was already freed): order it after the alloca's signal");
+  }
+
+  Status enqueueWork(core::Submission& sub, ContextScope& context, Record* rec) {
+    QueueShared& q = *q_;
+    const DriverTable& d = q.driver;
+    switch (sub.kind) {
+      case core::Submission::Kind::Alloca: {
+        core::Buffer& b = *sub.buffer;
+        core::Allocation a;
+        a.size = b.info.size;
+        if (b.info.memory == MemoryKind::HostPinned) {
+          // Pinned host memory has no stream-ordered allocator; allocating it here is still in
+          // queue order (after the waits, before the signals) and never waits for the GPU.
+          BATON_TRY(d.hostAlloc(&a.host, &a.deviceAddress, a.size));
+          a.native = tagOf(MemoryTag::HostPinned);
+        } else {
+          if (!q.device->config.memoryPool)
+            return Status(Result::ErrorNotSupported, q.label + " has no memory pool");
+          BATON_TRY(d.memAllocAsync(&a.deviceAddress, a.size, q.device->config.memoryPool,
+                                    q.stream));
+          a.native = tagOf(MemoryTag::StreamOrdered);
+        }
+        b.allocation = a;
+        b.backed.store(true, std::memory_order_release);
+        return Status();
+      }
+      case core::Submission::Kind::Dealloca: {
+        core::Buffer& b = *sub.buffer;
+        if (!b.backed.exchange(false, std::memory_order_acq_rel)) return Status();
+        if (tagOf(b.allocation) == MemoryTag::StreamOrdered)
+          return d.memFreeAsync(b.allocation.deviceAddress, q.stream);
+        rec->freeAfter.push_back(b.allocation);  // freed once the work before it completed
+        return Status();
+      }
+      case core::Submission::Kind::Commands: break;
+    }
+
+    size_t hostCallCount = 0;
+    for (const Ref<core::CommandList>& list : sub.commandLists)
+      for (const core::Command& c : list->commands)
+        hostCallCount += c.kind == core::Command::Kind::HostCall;
+    if (hostCallCount) {
+      rec->hostCalls = std::make_unique<HostCalls>();
+      rec->hostCalls->calls.reserve(hostCallCount);
+    }
+
+    for (const Ref<core::CommandList>& list : sub.commandLists) {
+      for (const core::Command& c : list->commands) {
+        for (const Ref<core::Buffer>* b : {&c.src, &c.dst})
+          if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+        switch (c.kind) {
+          case core::Command::Kind::Copy:
+            BATON_TRY(d.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,
+                                    c.src->allocation.deviceAddress + c.srcOffset, c.size,
+                                    q.stream));
+            break;
+          case core::Command::Kind::Fill:
+            BATON_TRY(d.memsetD32Async(c.dst->allocation.deviceAddress + c.dstOffset, c.pattern,
+                                       c.size / 4, q.stream));
+            break;
+          case core::Command::Kind::Update:
+            // The data lives in the command list, which the record keeps until the event
+            // completes. Updates are at most kMaxUpdateSize (64 KiB): the driver stages pageable
+            // copies that small without waiting for the stream.
+            BATON_TRY(d.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset,
+                                        c.data.data(), c.size, q.stream));
+            break;
+          case core::Command::Kind::HostCall: {
+            rec->hostCalls->calls.push_back({rec->hostCalls.get(), c.hostCallback, c.userData});
+            BATON_TRY(d.launchHostFunc(q.stream, &HostCalls::trampoline,
+                                       &rec->hostCalls->calls.back()));
+            break;
+          }
+          case core::Command::Kind::Native: {
+            // At issue time, on this thread, in queue order: what the callback enqueues on the
+            // stream runs after the waits and before the signals. A failure stops the rest of
+            // the submission from being enqueued. Commands after a hostCall are enqueued before
+            // that host call runs, so a failing hostCall cannot stop GPU commands or native
+            // callbacks behind it in the same submission (it does fail the signals).
+            Result r = c.nativeCallback(native(), c.userData);
+            context.reapply();  // the callback may have switched contexts (cudaSetDevice)
+            if (isError(r))
+              return core::error(Result::ErrorHostCallFailed, "a native callback on %s returned %s",
+                                 q.label.c_str(), resultName(r));
+            break;
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+  void failIssue(core::Submission& sub, Status st) {
+    if (st.code() == Result::ErrorDeviceLost) q_->deferLost(st.message());
+    core::failSignals(sub, st.context("issuing a submission on " + q_->label));
+  }
+
+  std::shared_ptr<QueueShared> q_;
+  std::thread thread_;
+};
+
+// ---- device ---------------------------------------------------------------------------------
+
+class StreamDevice final : public core::DeviceImpl {
+ public:
+  StreamDevice(core::Device& device, std::shared_ptr<DeviceShared> shared)
+      : device_(device), shared_(std::move(shared)) {}
+
+  Status createQueue(uint32_t index, core::Queue& queue,
+                     std::unique_ptr<core::QueueImpl>* out) override {
+    const DriverTable& d = shared_->driver;
+    ContextScope context(d, shared_->config.context);
+    auto q = std::make_shared<QueueShared>(shared_, &device_, index, queue.label());
+    BATON_TRY(d.streamCreate(&q->stream).context("creating the stream of " + queue.label()));
+    if (!shared_->config.blockingSyncEvents) {
+      BATON_TRY(d.streamCreate(&q->sleepStream).context("creating a helper stream"));
+      BATON_TRY(d.eventCreate(&q->sleepEvent, true).context("creating a helper event"));
+    }
+    *out = std::make_unique<StreamQueue>(std::move(q));
+    return Status();
+  }
+
+  Status allocate(const BufferCreateInfo& info, core::Allocation* out) override {
+    const DriverTable& d = shared_->driver;
+    ContextScope context(d, shared_->config.context);
+    core::Allocation a;
+    a.size = info.size;
+    if (info.memory == MemoryKind::HostPinned) {
+      BATON_TRY(d.hostAlloc(&a.host, &a.deviceAddress, info.size));
+      a.native = tagOf(MemoryTag::HostPinned);
+    } else {
+      BATON_TRY(d.memAlloc(&a.deviceAddress, info.size));
+      a.native = tagOf(MemoryTag::Device);
+    }
+    *out = a;
+    return Status();
+  }
+
+  void free(const core::Allocation& allocation) override {
+    shared_->freeAllocation(allocation);
+  }
+
+ private:
+  core::Device& device_;
+  std::shared_ptr<DeviceShared> shared_;
+};
+
+}  // namespace
+
+std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfig config) {
+  auto shared = std::make_shared<DeviceShared>(std::move(config));
+  return std::make_unique<StreamDevice>(device, std::move(shared));
+}
+
+Stats stats() noexcept {
+  Stats s;
+  s.eventsCreated = gEventsCreated.load(std::memory_order_relaxed);
+  s.eventsInUse = gEventsInUse.load(std::memory_order_relaxed);
+  s.timepointsLive = gTimepoints.load(std::memory_order_relaxed);
+  s.recordsInFlight = gRecords.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace baton::stream

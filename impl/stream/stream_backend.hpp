@@ -1,0 +1,54 @@
+// The stream/event machinery shared by the CUDA and HIP backends (DESIGN §2, §4), written once
+// and parameterised by a DriverTable (stream_driver.hpp).
+//
+// How a submission runs on an in-order stream:
+//   - issue (on the submitting or releasing thread, in queue order): wait GPU-side for each
+//     waited timepoint (streamWaitEvent), enqueue the commands, record a pooled event, attach it
+//     as a Timepoint to every signal semaphore — from then on, queues of the same backend that
+//     wait for those values are released by the core scheduler and wait GPU-side too, with no
+//     host round trip — and hand the event to the queue's completion thread;
+//   - completion (the queue's completion thread): observes the events in order, publishes the
+//     signalled values (Semaphore::reach, so that values advance with no host waiter: needed by
+//     host queues and by submissions held on a value), recycles events, and turns sticky driver
+//     errors into device loss.
+// Host waits wait on the Timepoint itself: a short spin on the event, then a sleep that the
+// completion thread ends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "backend.hpp"
+#include "stream_driver.hpp"
+
+namespace baton::stream {
+
+struct DeviceConfig {
+  const DriverTable* driver = nullptr;
+  void* context = nullptr;  // made current around every driver call for this device
+  int32_t ordinal = 0;      // NativeQueue::deviceOrdinal
+  void* memoryPool = nullptr;  // for queue-ordered allocation; null when unsupported
+  // Whether pooled events are created blocking-sync (the completion thread then sleeps in
+  // eventSynchronize on them directly) or not (it sleeps on a blocking-sync helper event
+  // recorded behind them on a helper stream). See DeviceShared in stream_backend.cpp.
+  bool blockingSyncEvents = false;
+  // Called once, on whichever thread drops the last reference to the device's shared state
+  // (events, streams and timepoints gone): releases the context and the memory pool.
+  std::function<void()> release;
+};
+
+// Creates the backend half of `device` on the driver described by `config`.
+std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfig config);
+
+// Process-wide counters over every device of every stream backend: benchmarks print them to show
+// that the event pool and the in-flight bookkeeping stay bounded in steady state.
+struct Stats {
+  uint64_t eventsCreated = 0;    // live driver events (in the pools or in use)
+  uint64_t eventsInUse = 0;      // held by live timepoints
+  uint64_t timepointsLive = 0;   // timepoint objects alive
+  uint64_t recordsInFlight = 0;  // issued submissions not yet observed complete
+};
+Stats stats() noexcept;
+
+}  // namespace baton::stream
