@@ -18,6 +18,8 @@
 // ratio baton / baseline. --quick runs a tenth of the iterations (a smoke run). All other flags
 // are Google Benchmark's.
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -96,16 +98,56 @@ void spinFor(std::chrono::nanoseconds d) {
   }
 }
 
+// Where the two threads of a wake-latency benchmark run. The hand-off cost depends on it more
+// than on anything baton does (measured on a 2-vCPU VM: a condition-variable round trip took
+// 5 µs when the scheduler put both threads on one CPU and 17 µs when it put them on two, and
+// spinning waiters win big on two CPUs but lose on one), and an unpinned run lands on either at
+// the scheduler's whim. So each is measured pinned both ways, plus unpinned.
+enum class Placement { Free, TwoCpus, OneCpu };
+const char* placementName(Placement p) {
+  return p == Placement::TwoCpus ? "TwoCpus" : p == Placement::OneCpu ? "OneCpu" : "Free";
+}
+std::vector<int> gCpus;  // the CPUs this process may run on
+cpu_set_t gAllowed;
+
+void pinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+// Pins the benchmark thread for its lifetime (then restores it); responder() pins the other.
+class Pinning {
+ public:
+  explicit Pinning(Placement p) : placement_(p) {
+    if (placement_ != Placement::Free) pinTo(gCpus[0]);
+  }
+  ~Pinning() {
+    if (placement_ != Placement::Free)
+      pthread_setaffinity_np(pthread_self(), sizeof gAllowed, &gAllowed);
+  }
+  void responder() const {
+    if (placement_ == Placement::TwoCpus) pinTo(gCpus[1]);
+    if (placement_ == Placement::OneCpu) pinTo(gCpus[0]);
+  }
+
+ private:
+  Placement placement_;
+};
+
 // How long the FromSleep signallers wait before signalling: longer than any spin phase (baton
 // spins for a few µs before it sleeps), so that the wake-up from the kernel is what is measured.
 constexpr std::chrono::microseconds kSleepDelay{30};
 
 // ---- WakeLatency/PingPong --------------------------------------------------------------------
 
-void pingPongBaton(benchmark::State& state, const std::string& name) {
+void pingPongBaton(benchmark::State& state, const std::string& name, Placement placement) {
+  Pinning pinning(placement);
   baton::UniqueSemaphore ping = makeSemaphore(), pong = makeSemaphore();
   std::atomic<bool> stop{false};
   std::thread responder([&] {
+    pinning.responder();
     for (uint64_t v = 1;; ++v) {
       if (baton::isError(ping->wait(v, baton::kWaitForever)) || stop.load()) return;
       if (baton::isError(pong->signal(v))) return;
@@ -129,12 +171,14 @@ void pingPongBaton(benchmark::State& state, const std::string& name) {
 
 // The baseline: what one writes without baton — a counter per direction under one mutex, a
 // condition variable each, notify after unlock (so the woken thread does not block on the mutex).
-void pingPongCondvar(benchmark::State& state, const std::string& name) {
+void pingPongCondvar(benchmark::State& state, const std::string& name, Placement placement) {
+  Pinning pinning(placement);
   std::mutex m;
   std::condition_variable cvPing, cvPong;
   uint64_t ping = 0, pong = 0;
   bool stop = false;
   std::thread responder([&] {
+    pinning.responder();
     std::unique_lock<std::mutex> lock(m);
     for (uint64_t v = 1;; ++v) {
       cvPing.wait(lock, [&] { return ping >= v || stop; });
@@ -174,11 +218,13 @@ void pingPongCondvar(benchmark::State& state, const std::string& name) {
 // The responder waits for `go`; the benchmark thread waits kSleepDelay, stamps the time and
 // signals; the responder measures signal -> wake and acknowledges (untimed).
 
-void fromSleepBaton(benchmark::State& state, const std::string& name) {
+void fromSleepBaton(benchmark::State& state, const std::string& name, Placement placement) {
+  Pinning pinning(placement);
   baton::UniqueSemaphore go = makeSemaphore(), ack = makeSemaphore();
   std::atomic<int64_t> signalledAt{0}, wakeNs{0};
   std::atomic<bool> stop{false};
   std::thread responder([&] {
+    pinning.responder();
     for (uint64_t v = 1;; ++v) {
       if (baton::isError(go->wait(v, baton::kWaitForever)) || stop.load()) return;
       int64_t now = Clock::now().time_since_epoch().count();
@@ -205,13 +251,15 @@ void fromSleepBaton(benchmark::State& state, const std::string& name) {
   publish(state, name, ns);
 }
 
-void fromSleepCondvar(benchmark::State& state, const std::string& name) {
+void fromSleepCondvar(benchmark::State& state, const std::string& name, Placement placement) {
+  Pinning pinning(placement);
   std::mutex m;
   std::condition_variable cvGo, cvAck;
   uint64_t go = 0, ack = 0;
   bool stop = false;
   int64_t signalledAt = 0, wakeNs = 0;
   std::thread responder([&] {
+    pinning.responder();
     std::unique_lock<std::mutex> lock(m);
     for (uint64_t v = 1;; ++v) {
       cvGo.wait(lock, [&] { return go >= v || stop; });
@@ -400,7 +448,7 @@ void submitDeque(benchmark::State& state, const std::string& name) {
 constexpr int kRepetitions = 5;
 
 void add(const std::string& name, int64_t iterations, bool manualTime,
-         void (*fn)(benchmark::State&, const std::string&)) {
+         std::function<void(benchmark::State&, const std::string&)> fn) {
   benchmark::internal::Benchmark* b = benchmark::RegisterBenchmark(
       name.c_str(), [fn, name](benchmark::State& state) { fn(state, name); });
   b->Iterations(iters(iterations))
@@ -460,17 +508,37 @@ int main(int argc, char** argv) {
     return 1;
   }
   gInstance = *instance;
+  sched_getaffinity(0, sizeof gAllowed, &gAllowed);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &gAllowed)) gCpus.push_back(cpu);
   gDevice = *device;
 
-  add("WakeLatency/PingPong/baton", 10000, false, pingPongBaton);
-  add("WakeLatency/PingPong/condvar", 10000, false, pingPongCondvar);
-  add("WakeLatency/FromSleep/baton", 4000, true, fromSleepBaton);
-  add("WakeLatency/FromSleep/condvar", 4000, true, fromSleepCondvar);
+  std::vector<Placement> placements{Placement::Free, Placement::OneCpu};
+  if (gCpus.size() >= 2) placements.insert(placements.begin() + 1, Placement::TwoCpus);
+  using WakeFn = void (*)(benchmark::State&, const std::string&, Placement);
+  struct {
+    const char* name;
+    int64_t iterations;
+    bool manualTime;
+    WakeFn fn;
+  } wakes[] = {{"WakeLatency/PingPong/%s/baton", 10000, false, pingPongBaton},
+               {"WakeLatency/PingPong/%s/condvar", 10000, false, pingPongCondvar},
+               {"WakeLatency/FromSleep/%s/baton", 3000, true, fromSleepBaton},
+               {"WakeLatency/FromSleep/%s/condvar", 3000, true, fromSleepCondvar}};
+  for (Placement p : placements) {
+    for (const auto& w : wakes) {
+      char name[128];
+      std::snprintf(name, sizeof name, w.name, placementName(p));
+      WakeFn fn = w.fn;
+      add(name, w.iterations, w.manualTime,
+          [fn, p](benchmark::State& s, const std::string& n) { fn(s, n, p); });
+    }
+  }
   add("WaitAny/1/Signalled", 20000, false,
       [](benchmark::State& s, const std::string& n) { waitAnySignalled(s, n, 1); });
   add("WaitAny/1024/Signalled", 4000, false,
       [](benchmark::State& s, const std::string& n) { waitAnySignalled(s, n, 1024); });
-  add("WaitAny/1024/WhileWaiting", 2000, true,
+  add("WaitAny/1024/WhileWaiting", 4000, true,
       [](benchmark::State& s, const std::string& n) { waitAnyWhileWaiting(s, n, 1024); });
   add("Submit/Ready/baton", 100000, false,
       [](benchmark::State& s, const std::string& n) { submitBaton(s, n, false); });
@@ -487,10 +555,15 @@ int main(int argc, char** argv) {
       "p50\n\n",
       gScale > 1 ? "a quick run" : "all repetitions");
   std::printf("%-44s %9s %9s %11s %9s\n", "benchmark", "p50 us", "p99 us", "baseline", "ratio");
-  printRow("wake: ping-pong round trip (vs condvar)", "WakeLatency/PingPong/baton",
-           "WakeLatency/PingPong/condvar");
-  printRow("wake: signal -> sleeping waiter (vs condvar)", "WakeLatency/FromSleep/baton",
-           "WakeLatency/FromSleep/condvar");
+  for (Placement p : placements) {
+    const std::string where = placementName(p);
+    printRow(("wake: ping-pong round trip, " + where).c_str(),
+             "WakeLatency/PingPong/" + where + "/baton",
+             "WakeLatency/PingPong/" + where + "/condvar");
+    printRow(("wake: signal -> sleeping waiter, " + where).c_str(),
+             "WakeLatency/FromSleep/" + where + "/baton",
+             "WakeLatency/FromSleep/" + where + "/condvar");
+  }
   printRow("wait-ANY x1, reached", "WaitAny/1/Signalled", "");
   printRow("wait-ANY x1024, one reached", "WaitAny/1024/Signalled", "");
   printRow("wait-ANY x1024, signal -> wake", "WaitAny/1024/WhileWaiting", "");

@@ -19,12 +19,12 @@ struct BackendParamName {
 };
 
 // Instantiates a BackendTest-derived suite for every backend baton knows.
-#define BATON_INSTANTIATE_FOR_BACKENDS(Suite)                                                \
-  INSTANTIATE_TEST_SUITE_P(, Suite,                                                          \
-                           ::testing::Values(::baton::BackendKind::Host,                     \
-                                             ::baton::BackendKind::Cuda,                     \
-                                             ::baton::BackendKind::Hip),                     \
-                           ::baton_test::BackendParamName())
+#define BATON_INSTANTIATE_FOR_BACKENDS(Suite)                                   \
+  INSTANTIATE_TEST_SUITE_P(                                                     \
+      , Suite,                                                                  \
+      ::testing::Values(::baton::BackendKind::Host, ::baton::BackendKind::Cuda, \
+                        ::baton::BackendKind::Hip),                             \
+      ::baton_test::BackendParamName())
 
 class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
  protected:
@@ -46,11 +46,11 @@ class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
       if (b.kind == kind) info = &b;
     if (!info) GTEST_SKIP() << backendName(kind) << ": not known to this build of baton";
     if (!info->compiled)
-      GTEST_SKIP() << backendName(kind) << ": not compiled into this build"
-                   << (info->reason[0] ? std::string(" (") + info->reason + ")" : std::string());
+      GTEST_SKIP() << backendName(kind) << ": "
+                   << (info->reason[0] ? info->reason : "not compiled into this build");
     if (!info->available)
-      GTEST_SKIP() << backendName(kind) << ": unavailable: "
-                   << (info->reason[0] ? info->reason : "(no reason given)");
+      GTEST_SKIP() << backendName(kind)
+                   << ": unavailable: " << (info->reason[0] ? info->reason : "(no reason given)");
     if (info->deviceCount == 0) GTEST_SKIP() << backendName(kind) << ": no devices";
 
     ASSERT_OK(instance_->enumeratePhysicalDevices(&count, nullptr));
@@ -83,8 +83,12 @@ class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
   void TearDown() override {
     // Tests destroy what they create (their Unique locals are gone by now), so destroying the
     // device and the instance must find no live children.
-    if (device_) EXPECT_OK(device_.release().destroy()) << "\n" << sink_.dump();
-    if (instance_) EXPECT_OK(instance_.release().destroy()) << "\n" << sink_.dump();
+    if (device_) {
+      EXPECT_OK(device_.release().destroy()) << "\n" << sink_.dump();
+    }
+    if (instance_) {
+      EXPECT_OK(instance_.release().destroy()) << "\n" << sink_.dump();
+    }
   }
 
   baton::BackendKind backend() const { return GetParam(); }

@@ -77,7 +77,8 @@ TEST_P(CommandTest, CopyWithinOneBuffer) {
   uint8_t* p = map(*buf);
   for (int i = 0; i < 256; ++i) p[i] = static_cast<uint8_t>(i);
   // Adjacent, non-overlapping ranges of one buffer are allowed.
-  auto cb = makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.copyBuffer(*buf, 0, *buf, 128, 128)); });
+  auto cb =
+      makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.copyBuffer(*buf, 0, *buf, 128, 128)); });
   ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, 1}}));
   ASSERT_OK(done->wait(1, kLongNs));
   for (int i = 0; i < 128; ++i) {
@@ -91,7 +92,8 @@ TEST_P(CommandTest, CommandsRunOnlyAfterTheirWaits) {
   auto gate = makeSemaphore();
   auto done = makeSemaphore();
   std::memset(map(*buf), 0, 64);
-  auto cb = makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.fillBuffer(*buf, 0, 64, 0x11111111u)); });
+  auto cb = makeCommandBuffer(
+      [&](CommandBuffer c) { EXPECT_OK(c.fillBuffer(*buf, 0, 64, 0x11111111u)); });
   ASSERT_OK(submit(queue(0), {{*gate, 1}}, {*cb}, {{*done, 1}}));
   EXPECT_EQ(done->wait(1, kShortNs), Result::Timeout);
   EXPECT_EQ(map<uint32_t>(*buf)[0], 0u) << "the fill ran before its wait was satisfied";
@@ -109,8 +111,8 @@ TEST_P(CommandTest, DataFlowsAcrossQueuesThroughASemaphore) {
   auto produced = makeSemaphore();
   auto consumed = makeSemaphore();
   std::memset(map(*dst), 0, kSize);
-  auto producer =
-      makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.fillBuffer(*src, 0, kSize, 0xC0FFEE00u)); });
+  auto producer = makeCommandBuffer(
+      [&](CommandBuffer c) { EXPECT_OK(c.fillBuffer(*src, 0, kSize, 0xC0FFEE00u)); });
   auto consumer =
       makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.copyBuffer(*src, 0, *dst, 0, kSize)); });
   ASSERT_OK(submit(queue(1), {{*produced, 1}}, {*consumer}, {{*consumed, 1}}));

@@ -112,9 +112,9 @@ TEST_P(FailureTest, FailureReachesMultiWaitAll) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     EXPECT_OK(failing->fail("all: one of three failed"));
   });
-  EXPECT_EQ(instance().waitSemaphores({{*ok, 1}, {*pending, 1}, {*failing, 1}}, WaitMode::All,
-                                      kLongNs),
-            Result::ErrorSemaphoreFailed);
+  EXPECT_EQ(
+      instance().waitSemaphores({{*ok, 1}, {*pending, 1}, {*failing, 1}}, WaitMode::All, kLongNs),
+      Result::ErrorSemaphoreFailed);
   EXPECT_TRUE(containsText(lastError(), "all: one of three failed")) << lastError();
   failer.join();
 }
@@ -260,7 +260,8 @@ TEST_P(FailureTest, HostCallErrorFailsTheSignals) {
 TEST_P(FailureTest, HostCallErrorPropagatesToDependentSubmissions) {
   auto mid = makeSemaphore();
   auto out = makeSemaphore();
-  auto cb = makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.hostCall(returnsDriverError, nullptr)); });
+  auto cb = makeCommandBuffer(
+      [&](CommandBuffer c) { EXPECT_OK(c.hostCall(returnsDriverError, nullptr)); });
   ASSERT_OK(submit(queue(1), {{*mid, 1}}, {}, {{*out, 1}}));
   ASSERT_OK(submit(queue(0), {}, {*cb}, {{*mid, 1}}));
   EXPECT_EQ(out->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
@@ -269,7 +270,8 @@ TEST_P(FailureTest, HostCallErrorPropagatesToDependentSubmissions) {
 
 TEST_P(FailureTest, NativeCallbackErrorFailsTheSignals) {
   auto out = makeSemaphore();
-  auto cb = makeCommandBuffer([&](CommandBuffer c) { EXPECT_OK(c.native(nativeReturnsNotSupported, nullptr)); });
+  auto cb = makeCommandBuffer(
+      [&](CommandBuffer c) { EXPECT_OK(c.native(nativeReturnsNotSupported, nullptr)); });
   ASSERT_OK(submit(queue(0), {}, {*cb}, {{*out, 1}}));
   EXPECT_EQ(out->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
   EXPECT_TRUE(containsText(reasonOf(*out), "ErrorNotSupported")) << reasonOf(*out);

@@ -61,7 +61,8 @@ TEST_P(QueueTest, WaitBeforeHostSignal) {
   auto out = makeSemaphore();
   EventLog log;
   LogEntry entry{&log, 1};
-  auto cb = makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &entry)); });
+  auto cb = makeCommandBuffer(
+      [&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &entry)); });
   ASSERT_OK(submit(queue(0), {{*in, 1}}, {*cb}, {{*out, 1}}));
   EXPECT_EQ(out->wait(1, kShortNs), Result::Timeout);
   EXPECT_TRUE(log.events().empty()) << "commands ran before their wait was satisfied";
@@ -75,10 +76,10 @@ TEST_P(QueueTest, WaitBeforeSignalAcrossQueuesConsumerSubmittedFirst) {
   auto consumed = makeSemaphore();
   EventLog log;
   LogEntry producerEntry{&log, 1}, consumerEntry{&log, 2};
-  auto producer =
-      makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &producerEntry)); });
-  auto consumer =
-      makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &consumerEntry)); });
+  auto producer = makeCommandBuffer(
+      [&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &producerEntry)); });
+  auto consumer = makeCommandBuffer(
+      [&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &consumerEntry)); });
   // The consumer is submitted before anyone has submitted the signal it needs.
   ASSERT_OK(submit(queue(1), {{*produced, 1}}, {*consumer}, {{*consumed, 1}}));
   EXPECT_EQ(consumed->wait(1, kShortNs), Result::Timeout);
@@ -113,8 +114,8 @@ TEST_P(QueueTest, InQueueOrderIsKeptAcrossHeldSubmissions) {
   constexpr int kBatches = 50;
   for (int i = 0; i < kBatches; ++i) {
     entries.push_back({&log, i});
-    cbs.push_back(
-        makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &entries.back())); }));
+    cbs.push_back(makeCommandBuffer(
+        [&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &entries.back())); }));
   }
   // The first batch waits; the rest have no waits of their own but must run after it, in order.
   ASSERT_OK(submit(queue(0), {{*gate, 1}}, {*cbs[0]}, {{*done, 1}}));
@@ -268,9 +269,12 @@ TEST_P(QueueTest, SeveralSubmitInfosInOneCall) {
   auto gate = makeSemaphore();
   EventLog log;
   LogEntry e0{&log, 0}, e1{&log, 1}, e2{&log, 2};
-  auto c0 = makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &e0)); });
-  auto c1 = makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &e1)); });
-  auto c2 = makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &e2)); });
+  auto c0 =
+      makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &e0)); });
+  auto c1 =
+      makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &e1)); });
+  auto c2 =
+      makeCommandBuffer([&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &e2)); });
   const baton::CommandBuffer h0 = *c0, h1 = *c1, h2 = *c2;
   const SemaphoreValue w0{*gate, 1}, s1{*s, 1}, s2{*s, 2}, s3{*s, 3};
   SubmitInfo infos[3];
@@ -298,9 +302,8 @@ TEST_P(QueueTest, SeveralCommandBuffersInOneBatchRunInOrder) {
   std::vector<baton::CommandBuffer> cbs;
   for (int i = 0; i < 8; ++i) {
     entries.push_back({&log, i});
-    owned.push_back(makeCommandBuffer([&](baton::CommandBuffer c) {
-      EXPECT_OK(c.hostCall(appendToLog, &entries.back()));
-    }));
+    owned.push_back(makeCommandBuffer(
+        [&](baton::CommandBuffer c) { EXPECT_OK(c.hostCall(appendToLog, &entries.back())); }));
     cbs.push_back(*owned.back());
   }
   ASSERT_OK(submit(queue(0), {}, cbs, {{*done, 1}}));

@@ -9,12 +9,16 @@ static Ref<core::Buffer> findBuffer(uint64_t h, Status* st) {
 }
 
 Result Buffer::destroy() const noexcept {
+  // The destroyed object may hold the last reference to its instance: keep the instance
+  // alive until entry() has reported through its callback.
+  Ref<core::Instance> keepAlive;
   return entry("Buffer::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Buffer, "buffer", &st);
     if (!o) return st;
     auto* b = static_cast<core::Buffer*>(o.get());
-    owner = b->device->instance();
+    keepAlive = Ref<core::Instance>(b->device->instance());
+    owner = keepAlive.get();
     b->device->children.remove(handle_);
     return Status();  // recordings that use it keep its memory until they are done
   });

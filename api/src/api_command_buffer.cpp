@@ -19,7 +19,8 @@ Status record(uint64_t handle, const core::Instance*& owner, Fn&& fn) {
   owner = cb->device->instance();
   std::lock_guard<std::mutex> lock(cb->mutex);
   if (!cb->recording)
-    return Status(Result::ErrorInvalidState, "command buffer is not recording (call begin() first)");
+    return Status(Result::ErrorInvalidState,
+                  "command buffer is not recording (call begin() first)");
   return fn(*cb, *cb->recording);
 }
 
@@ -47,13 +48,17 @@ Status checkRange(const core::Buffer& b, uint64_t offset, uint64_t size, const c
 }  // namespace
 
 Result CommandBuffer::destroy() const noexcept {
+  // The destroyed object may hold the last reference to its instance: keep the instance
+  // alive until entry() has reported through its callback.
+  Ref<core::Instance> keepAlive;
   return entry("CommandBuffer::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<Object> o =
         HandleTable::get().remove(handle_, ObjectType::CommandBuffer, "command buffer", &st);
     if (!o) return st;
     auto* cb = static_cast<core::CommandBuffer*>(o.get());
-    owner = cb->device->instance();
+    keepAlive = Ref<core::Instance>(cb->device->instance());
+    owner = keepAlive.get();
     cb->device->children.remove(handle_);
     return Status();
   });
@@ -82,7 +87,8 @@ Result CommandBuffer::end() const noexcept {
     owner = cb->device->instance();
     std::lock_guard<std::mutex> lock(cb->mutex);
     if (!cb->recording)
-      return Status(Result::ErrorInvalidState, "command buffer is not recording (call begin() first)");
+      return Status(Result::ErrorInvalidState,
+                    "command buffer is not recording (call begin() first)");
     cb->ended = std::move(cb->recording);
     cb->recording = nullptr;
     return Status();
@@ -117,10 +123,9 @@ Result CommandBuffer::fillBuffer(Buffer dst, uint64_t offset, uint64_t size,
       BATON_TRY(findBuffer(cb, dst, "destination", &c.dst));
       BATON_TRY(checkRange(*c.dst, offset, size, "fill"));
       if (offset % 4 || size % 4)
-        return error(Result::ErrorInvalidArgument,
-                     "fill offset %llu and size %llu must be multiples of 4",
-                     static_cast<unsigned long long>(offset),
-                     static_cast<unsigned long long>(size));
+        return error(
+            Result::ErrorInvalidArgument, "fill offset %llu and size %llu must be multiples of 4",
+            static_cast<unsigned long long>(offset), static_cast<unsigned long long>(size));
       c.dstOffset = offset;
       c.size = size;
       c.pattern = pattern;

@@ -5,8 +5,8 @@
 namespace baton {
 
 namespace core {
-Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits,
-                   WaitMode mode, uint64_t timeoutNs);
+Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits, WaitMode mode,
+                   uint64_t timeoutNs);
 }
 
 static Ref<core::Device> findDevice(uint64_t h, Status* st) {
@@ -14,18 +14,23 @@ static Ref<core::Device> findDevice(uint64_t h, Status* st) {
 }
 
 Result Device::destroy() const noexcept {
+  // The destroyed object may hold the last reference to its instance: keep the instance
+  // alive until entry() has reported through its callback.
+  Ref<core::Instance> keepAlive;
   return entry("Device::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Device, "device", &st);
     if (!o) return st;
     auto* dev = static_cast<core::Device*>(o.get());
-    owner = dev->instance();
+    keepAlive = Ref<core::Instance>(dev->instance());
+    owner = keepAlive.get();
     dev->instance()->children.remove(handle_);
     size_t live = dev->shutdown();
     if (live)
-      return error(Result::ErrorObjectInUse,
-                   "%s destroyed with %zu live command buffer(s)/buffer(s); they were destroyed too",
-                   dev->label().c_str(), live);
+      return error(
+          Result::ErrorObjectInUse,
+          "%s destroyed with %zu live command buffer(s)/buffer(s); they were destroyed too",
+          dev->label().c_str(), live);
     return Status();
   });
 }
@@ -101,8 +106,7 @@ Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info)
     return error(Result::ErrorInvalidArgument, "unknown memory kind %u",
                  static_cast<unsigned>(info.memory));
   if (info.size > dev.physical()->properties.totalMemory && dev.physical()->properties.totalMemory)
-    return error(Result::ErrorOutOfDeviceMemory,
-                 "buffer size %llu exceeds the %llu bytes of %s",
+    return error(Result::ErrorOutOfDeviceMemory, "buffer size %llu exceeds the %llu bytes of %s",
                  static_cast<unsigned long long>(info.size),
                  static_cast<unsigned long long>(dev.physical()->properties.totalMemory),
                  dev.label().c_str());

@@ -28,8 +28,8 @@ Result createInstance(const InstanceCreateInfo& info, Instance* out) noexcept {
       BackendInfo& bi = inst->backendInfos[k];
       bi.kind = static_cast<BackendKind>(k);
       copyText(bi.reason, sizeof bi.reason,
-               format("the %s backend is not compiled into this build of baton (its headers "
-                      "were not found at configure time)",
+               format("the %s backend is not compiled into this build of baton (disabled, or "
+                      "its headers were not found, when it was configured)",
                       backendName(bi.kind)));
     }
     inst->backends = core::createBackends();
@@ -37,21 +37,22 @@ Result createInstance(const InstanceCreateInfo& info, Instance* out) noexcept {
       BackendInfo& bi = inst->backendInfos[static_cast<uint32_t>(backend->kind())];
       bi.compiled = true;
       bi.reason[0] = '\0';
-      if (backend->kind() != BackendKind::Host && !(info.backendMask & backendBit(backend->kind()))) {
+      if (backend->kind() != BackendKind::Host &&
+          !(info.backendMask & backendBit(backend->kind()))) {
         copyText(bi.reason, sizeof bi.reason, "not requested in InstanceCreateInfo::backendMask");
         continue;
       }
       Status s = backend->load();
       if (!s.ok()) {
         copyText(bi.reason, sizeof bi.reason, s.message());
-        inst->debug(MessageSeverity::Info,
-                    format("%s backend unavailable: %s", backendName(bi.kind), s.message().c_str()));
+        inst->debug(MessageSeverity::Info, format("%s backend unavailable: %s",
+                                                  backendName(bi.kind), s.message().c_str()));
         continue;
       }
       bi.available = true;
       bi.deviceCount = backend->deviceCount();
-      inst->debug(MessageSeverity::Info, format("%s backend loaded: %u device(s)",
-                                                backendName(bi.kind), bi.deviceCount));
+      inst->debug(MessageSeverity::Info,
+                  format("%s backend loaded: %u device(s)", backendName(bi.kind), bi.deviceCount));
       for (uint32_t d = 0; d < bi.deviceCount; ++d) {
         Ref<core::PhysicalDevice> pd = makeRef<core::PhysicalDevice>(inst.get(), backend.get(), d);
         uint64_t h = HandleTable::get().insert(pd, ObjectType::PhysicalDevice);
@@ -69,10 +70,14 @@ Result createInstance(const InstanceCreateInfo& info, Instance* out) noexcept {
 }
 
 Result Instance::destroy() const noexcept {
+  // Holds the instance until entry() has reported the result through its callback: `o` below may
+  // be the last reference, and report() must not use a freed owner.
+  Ref<Object> keepAlive;
   return entry("Instance::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Instance, "instance", &st);
     if (!o) return st;
+    keepAlive = o;
     auto* inst = static_cast<core::Instance*>(o.get());
     owner = inst;
     size_t live = 0;
@@ -94,7 +99,9 @@ Result Instance::destroy() const noexcept {
         } else if (type == ObjectType::Semaphore) {
           auto* s = static_cast<core::Semaphore*>(child.get());
           if (s->hasWaiters())
-            s->fail(Result::ErrorSemaphoreFailed, "its instance was destroyed while it was waited on");
+            s->fail(Result::ErrorSemaphoreFailed,
+                    "its instance was destroyed while it was waited on");
+          s->detachMirror();
         }
       }
     }
@@ -173,8 +180,8 @@ Result Instance::createSemaphore(const SemaphoreCreateInfo& info,
 
 namespace core {
 // Shared by Instance/Device::waitSemaphores and Semaphore::wait.
-Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits,
-                   WaitMode mode, uint64_t timeoutNs) {
+Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits, WaitMode mode,
+                   uint64_t timeoutNs) {
   if (waits.size() > kMaxWaitCount)
     return error(Result::ErrorInvalidArgument, "%zu wait entries exceed kMaxWaitCount (%zu)",
                  waits.size(), kMaxWaitCount);
@@ -192,8 +199,9 @@ Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> wa
         find<core::Semaphore>(waits[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
     if (!s) return st.context(format("wait entry %zu", i));
     if (instance && s->instance() != instance)
-      return error(Result::ErrorDeviceMismatch, "wait entry %zu: semaphore '%s' belongs to another instance",
-                   i, s->name().c_str());
+      return error(Result::ErrorDeviceMismatch,
+                   "wait entry %zu: semaphore '%s' belongs to another instance", i,
+                   s->name().c_str());
     entries.push_back({std::move(s), waits[i].value});
   }
   return hostWait(entries, mode, deadline);

@@ -17,8 +17,8 @@ Status checkList(size_t size, const void* data, const char* what, size_t index) 
                  "submit info %zu: %zu %s exceed kMaxSubmitEntries (%zu)", index, size, what,
                  kMaxSubmitEntries);
   if (size && !data)
-    return error(Result::ErrorInvalidArgument, "submit info %zu: %s pointer is null with %zu entries",
-                 index, what, size);
+    return error(Result::ErrorInvalidArgument,
+                 "submit info %zu: %s pointer is null with %zu entries", index, what, size);
   return Status();
 }
 
@@ -46,13 +46,13 @@ Status buildSignals(core::Device& dev, Span<const SemaphoreValue> signals, size_
   sub.signals.reserve(signals.size());
   for (size_t i = 0; i < signals.size(); ++i) {
     Status st;
-    Ref<core::Semaphore> s = find<core::Semaphore>(signals[i].semaphore.raw(),
-                                                   ObjectType::Semaphore, "semaphore", &st);
+    Ref<core::Semaphore> s =
+        find<core::Semaphore>(signals[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
     if (!s) return st.context(format("submit info %zu, signal %zu", index, i));
     if (s->instance() != dev.instance())
       return error(Result::ErrorDeviceMismatch,
-                   "submit info %zu, signal %zu: semaphore '%s' belongs to another instance",
-                   index, i, s->name().c_str());
+                   "submit info %zu, signal %zu: semaphore '%s' belongs to another instance", index,
+                   i, s->name().c_str());
     uint64_t current = s->value(false);
     if (signals[i].value <= current)
       return error(Result::ErrorNonIncreasingValue,
@@ -90,8 +90,8 @@ Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
       const SubmitInfo& info = submits[i];
       auto sub = std::make_unique<Submission>();
       BATON_TRY(buildWaits(dev, info.waits, i, *sub));
-      BATON_TRY(checkList(info.commandBuffers.size(), info.commandBuffers.data(),
-                          "command buffers", i));
+      BATON_TRY(
+          checkList(info.commandBuffers.size(), info.commandBuffers.data(), "command buffers", i));
       sub->commandLists.reserve(info.commandBuffers.size());
       for (size_t c = 0; c < info.commandBuffers.size(); ++c) {
         Ref<core::CommandBuffer> cb = find<core::CommandBuffer>(
@@ -117,7 +117,7 @@ Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
 }
 
 Result Queue::allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
-                     Span<const SemaphoreValue> signals, Buffer* buffer) const noexcept {
+                           Span<const SemaphoreValue> signals, Buffer* buffer) const noexcept {
   return entry("Queue::allocaBuffer", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<core::Queue> q = findQueue(handle_, &st);
@@ -156,7 +156,7 @@ Result Queue::allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateI
 }
 
 Result Queue::deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
-                       Span<const SemaphoreValue> signals) const noexcept {
+                             Span<const SemaphoreValue> signals) const noexcept {
   return entry("Queue::deallocaBuffer", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<core::Queue> q = findQueue(handle_, &st);
@@ -179,7 +179,8 @@ Result Queue::deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
     BATON_TRY(buildWaits(dev, waits, 0, sub));
     BATON_TRY(buildSignals(dev, signals, 0, sub));
     sub.buffer = b;
-    Ref<Object> removed = HandleTable::get().remove(buffer.raw(), ObjectType::Buffer, "buffer", &st);
+    Ref<Object> removed =
+        HandleTable::get().remove(buffer.raw(), ObjectType::Buffer, "buffer", &st);
     if (!removed) return st;
     dev.children.remove(buffer.raw());
     return q->submit(subs);

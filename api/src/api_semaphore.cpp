@@ -7,8 +7,8 @@
 namespace baton {
 
 namespace core {
-Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits,
-                   WaitMode mode, uint64_t timeoutNs);
+Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits, WaitMode mode,
+                   uint64_t timeoutNs);
 }
 
 static Ref<core::Semaphore> findSemaphore(uint64_t h, Status* st) {
@@ -16,23 +16,29 @@ static Ref<core::Semaphore> findSemaphore(uint64_t h, Status* st) {
 }
 
 Result Semaphore::destroy() const noexcept {
+  // The destroyed object may hold the last reference to its instance: keep the instance
+  // alive until entry() has reported through its callback.
+  Ref<core::Instance> keepAlive;
   return entry("Semaphore::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Semaphore, "semaphore", &st);
     if (!o) return st;
     auto* s = static_cast<core::Semaphore*>(o.get());
-    owner = s->instance();
+    keepAlive = Ref<core::Instance>(s->instance());
+    owner = keepAlive.get();
     s->instance()->children.remove(handle_);
     // References beyond ours mean pending submissions or host waiters still use it. Fail it so
     // that none of them waits for a signal that can no longer be sent.
     if (s->hasWaiters() || s->refCount() > 1) {
-      s->fail(Result::ErrorSemaphoreFailed, "semaphore '" + s->name() +
-                                                "' was destroyed while pending work used it");
+      s->fail(Result::ErrorSemaphoreFailed,
+              "semaphore '" + s->name() + "' was destroyed while pending work used it");
+      s->detachMirror();  // after fail(), so that an interop counterpart hears of the failure
       return error(Result::ErrorObjectInUse,
                    "semaphore '%s' destroyed while pending work used it; it was failed so that "
                    "its waiters return",
                    s->name().c_str());
     }
+    s->detachMirror();
     return Status();
   });
 }
@@ -79,7 +85,7 @@ Result Semaphore::getFailureReason(char* buffer, size_t capacity) const noexcept
     owner = s->instance();
     BATON_NULL_CHECK(buffer, "buffer");
     if (capacity == 0) return Status(Result::ErrorInvalidArgument, "capacity is 0");
-    std::string text = s->failed() ? s->failure().message() : std::string();
+    std::string text = s->failed() ? s->failureReason() : std::string();
     size_t n = std::min(capacity - 1, text.size());
     std::memcpy(buffer, text.data(), n);
     buffer[n] = '\0';

@@ -37,7 +37,7 @@ struct Allocation {
   void* host = nullptr;        // host-visible address, or null
   uint64_t deviceAddress = 0;  // address device work uses
   uint64_t size = 0;
-  void* native = nullptr;      // backend-private
+  void* native = nullptr;  // backend-private
 };
 
 struct Submission {

@@ -22,6 +22,8 @@ HandleTable& HandleTable::get() {
 }
 
 HandleTable::Slot* HandleTable::slot(uint32_t index) const {
+  // A forged or corrupt handle can carry any index: never read past the chunk array.
+  if ((index >> kChunkBits) >= kMaxChunks) return nullptr;
   Slot* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
   return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
 }
@@ -71,7 +73,10 @@ Ref<Object> HandleTable::lookup(uint64_t handle, ObjectType type, const char* wh
   uint64_t st = s->state.load(std::memory_order_acquire);
   for (;;) {
     if ((st >> 32) != gen || !(st & kAlive)) {
-      *status = invalid(what, handle, "was destroyed (stale handle)");
+      // A slot whose generation never reached the handle's was never given this handle.
+      *status =
+          invalid(what, handle,
+                  (st >> 32) < gen ? "was never created by baton" : "was destroyed (stale handle)");
       return nullptr;
     }
     if (s->state.compare_exchange_weak(st, st + 1, std::memory_order_acquire)) break;

@@ -1,5 +1,6 @@
 #include "notifier.hpp"
 
+#include <utility>
 #include <vector>
 
 #include "objects.hpp"
@@ -32,5 +33,7 @@ void Notifier::schedule(Queue* queue) {
     if (q.get() == queue) return;
   scheduled.push_back(Ref<Queue>(queue));
 }
+
+std::vector<Ref<Queue>> Notifier::takeScheduled() { return std::exchange(scheduled, {}); }
 
 }  // namespace baton::core

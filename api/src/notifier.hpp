@@ -10,6 +10,8 @@
 // thread hand-off on the path (the wait-before-signal latency of DESIGN §4).
 #pragma once
 
+#include <vector>
+
 #include "object.hpp"
 
 namespace baton::core {
@@ -28,6 +30,10 @@ class Notifier {
   // Asks for a scheduler pass of `queue` when the outermost Scope of this thread closes.
   // Callable with any lock held.
   static void schedule(Queue* queue);
+  // Removes and returns the passes scheduled on this thread, for a thread that must not run
+  // them itself: a CUDA/HIP host function, where issuing (driver calls) is forbidden, hands
+  // them to another thread, which calls Queue::evaluate() on each. Call it inside a Scope.
+  static std::vector<Ref<Queue>> takeScheduled();
 };
 
 }  // namespace baton::core

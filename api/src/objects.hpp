@@ -64,7 +64,9 @@ class Instance : public Object {
 class PhysicalDevice : public Object {
  public:
   PhysicalDevice(Instance* instance, Backend* backend, uint32_t ordinal)
-      : instance(instance), backend(backend), ordinal(ordinal),
+      : instance(instance),
+        backend(backend),
+        ordinal(ordinal),
         properties(backend->properties(ordinal)) {}
   Instance* instance;  // the instance owns the physical device's handle and outlives it
   Backend* backend;
@@ -150,7 +152,9 @@ class Queue : public Object, private Waiter {
 };
 
 struct Command {
-  enum class Kind { Copy, Fill, Update, HostCall, Native } kind;
+  enum class Kind { Copy, Fill, Update, HostCall, Native };
+  explicit Command(Kind k) : kind(k) {}
+  Kind kind;
   Ref<Buffer> src, dst;
   uint64_t srcOffset = 0, dstOffset = 0, size = 0;
   uint32_t pattern = 0;
@@ -178,13 +182,17 @@ class CommandBuffer : public Object {
 
 class Buffer : public Object {
  public:
-  Buffer(Ref<Device> device, const BufferCreateInfo& info) : device(std::move(device)), info(info) {}
+  Buffer(Ref<Device> device, const BufferCreateInfo& info)
+      : device(std::move(device)), info(info) {}
   ~Buffer() override;
   Ref<Device> device;
   BufferCreateInfo info;
   Allocation allocation;
   std::atomic<bool> backed{false};  // memory present (always, except alloca before it ran)
   bool queueOrdered = false;        // made by alloca
+  // Memory imported from another API (interop/): owned by this object, released with the last
+  // reference to the buffer instead of being freed by the backend.
+  Ref<Object> imported;
   uint64_t handle = 0;
 };
 

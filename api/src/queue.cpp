@@ -11,7 +11,9 @@
 namespace baton::core {
 
 Queue::Queue(Device* device, uint32_t index)
-    : device_(device), index_(index), label_(format("%s queue %u", device->label().c_str(), index)) {
+    : device_(device),
+      index_(index),
+      label_(format("%s queue %u", device->label().c_str(), index)) {
   node_.waiter = this;
 }
 
@@ -33,12 +35,12 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, WaitNode* blo
         continue;
       case WaitState::Failed:
         // Name the hop and the root cause only, so messages stay bounded along chains.
-        *failure = Status(st.failure.code(),
-                          format("a submission on %s waited for semaphore '%s' >= %llu, which "
-                                 "failed: %s",
-                                 label_.c_str(), w.semaphore->name().c_str(),
-                                 static_cast<unsigned long long>(w.value),
-                                 w.semaphore->rootReason().c_str()));
+        *failure = Status(
+            st.failure.code(),
+            format("a submission on %s waited for semaphore '%s' >= %llu, which "
+                   "failed: %s",
+                   label_.c_str(), w.semaphore->name().c_str(),
+                   static_cast<unsigned long long>(w.value), w.semaphore->rootReason().c_str()));
         return Resolution::Failed;
       case WaitState::Covered:
         if (impl_->canWait(*st.timepoint)) {

@@ -53,44 +53,58 @@ std::string Semaphore::rootReason() {
   return rootReason_;
 }
 
+std::string Semaphore::failureReason() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failureReason_;
+}
+
 Status Semaphore::signal(uint64_t v) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_.load(std::memory_order_relaxed))
-    return Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
-  uint64_t current = value_.load(std::memory_order_relaxed);
-  if (v <= current) {
-    return error(Result::ErrorNonIncreasingValue,
-                 "semaphore '%s': signal value %llu is not greater than its current value %llu",
-                 name_.c_str(), static_cast<unsigned long long>(v),
-                 static_cast<unsigned long long>(current));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed_.load(std::memory_order_relaxed))
+      return Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
+    uint64_t current = value_.load(std::memory_order_relaxed);
+    if (v <= current) {
+      return error(Result::ErrorNonIncreasingValue,
+                   "semaphore '%s': signal value %llu is not greater than its current value %llu",
+                   name_.c_str(), static_cast<unsigned long long>(v),
+                   static_cast<unsigned long long>(current));
+    }
+    value_.store(v, std::memory_order_release);
+    dropReachedLocked(v);
+    notifyLocked(SemaphoreEvent::Reached, nullptr);
   }
-  value_.store(v, std::memory_order_release);
-  dropReachedLocked(v);
-  notifyLocked(SemaphoreEvent::Reached, nullptr);
+  if (mirror_) mirror_->onReached(*this, v);
   return Status();
 }
 
 void Semaphore::reach(uint64_t v) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (v <= value_.load(std::memory_order_relaxed)) return;
-  value_.store(v, std::memory_order_release);
-  dropReachedLocked(v);
-  notifyLocked(SemaphoreEvent::Reached, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (v <= value_.load(std::memory_order_relaxed)) return;
+    value_.store(v, std::memory_order_release);
+    dropReachedLocked(v);
+    notifyLocked(SemaphoreEvent::Reached, nullptr);
+  }
+  if (mirror_) mirror_->onReached(*this, v);
 }
 
 bool Semaphore::fail(Result code, const std::string& reason, const std::string& root) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failed_.load(std::memory_order_relaxed)) return false;
-  failureCode_ = code;
-  failureReason_ = reason;
-  rootReason_ = root.empty() ? reason : root;
-  failed_.store(true, std::memory_order_release);
-  pending_.clear();
-  hasTimepoints_.store(false, std::memory_order_release);
-  notifyLocked(SemaphoreEvent::Failed, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed_.load(std::memory_order_relaxed)) return false;
+    failureCode_ = code;
+    failureReason_ = reason;
+    rootReason_ = root.empty() ? reason : root;
+    failed_.store(true, std::memory_order_release);
+    pending_.clear();
+    hasTimepoints_.store(false, std::memory_order_release);
+    notifyLocked(SemaphoreEvent::Failed, nullptr);
+  }
+  if (mirror_) mirror_->onFailed(*this);
   return true;
 }
 
@@ -135,12 +149,14 @@ void Semaphore::notifyLocked(SemaphoreEvent event, Timepoint* timepoint) {
   WaitNode* n = waiters_;
   while (n) {
     WaitNode* next = n->next;
-    bool relevant = event == SemaphoreEvent::Failed ||
-                    (event == SemaphoreEvent::Reached && n->value <= v) ||
-                    (event == SemaphoreEvent::TimepointAdded && n->wantsTimepoints &&
-                     n->value <= tpValue);
+    bool relevant =
+        event == SemaphoreEvent::Failed || (event == SemaphoreEvent::Reached && n->value <= v) ||
+        (event == SemaphoreEvent::TimepointAdded && n->wantsTimepoints && n->value <= tpValue);
     if (relevant && n->waiter->onSemaphoreEvent(*n, event, timepoint)) {
-      if (n->prev) n->prev->next = n->next; else waiters_ = n->next;
+      if (n->prev)
+        n->prev->next = n->next;
+      else
+        waiters_ = n->next;
       if (n->next) n->next->prev = n->prev;
       n->prev = n->next = nullptr;
       n->linkedTo.store(nullptr, std::memory_order_release);
@@ -160,8 +176,7 @@ WaitState Semaphore::poll(uint64_t v) {
     state.kind = WaitState::Reached;
   } else if (failed_.load(std::memory_order_relaxed)) {
     state.kind = WaitState::Failed;
-    state.failure =
-        Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
+    state.failure = Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
   } else {
     auto it = std::lower_bound(pending_.begin(), pending_.end(), v,
                                [](const Pending& p, uint64_t value) { return p.value < value; });
@@ -192,7 +207,10 @@ bool Semaphore::link(WaitNode& node) {
 void Semaphore::unlink(WaitNode& node) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (node.linkedTo.load(std::memory_order_relaxed) != this) return;
-  if (node.prev) node.prev->next = node.next; else waiters_ = node.next;
+  if (node.prev)
+    node.prev->next = node.next;
+  else
+    waiters_ = node.next;
   if (node.next) node.next->prev = node.prev;
   node.prev = node.next = nullptr;
   node.linkedTo.store(nullptr, std::memory_order_release);
@@ -244,7 +262,10 @@ Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline dea
       }
       pending.push_back(i);
     }
-    if (pending.empty()) return any ? firstFailure : Status();
+    // ANY: nothing is reached (that returned above), so a failed entry ends the wait now;
+    // waiting on for the others would contradict "returns when a waited semaphore fails".
+    if (any && !firstFailure.ok()) return firstFailure;
+    if (pending.empty()) return Status();
     if (!refreshed) {  // one pass that queries recorded device signals before any blocking
       refreshed = true;
       continue;

@@ -26,6 +26,19 @@ struct WaitNode;
 
 enum class SemaphoreEvent { Reached, Failed, TimepointAdded };
 
+// An external counterpart of a semaphore: a Vulkan timeline in bridged mode (interop/). It is
+// told of every value rise and of the failure, on the thread that caused the change, after the
+// semaphore's lock is released (so that it may call its driver), and forwards them. Device
+// signals arrive as rises too: backends reach() values when they observe completion. Attached
+// once, before the semaphore's handle is published; detach() is called while the handle is
+// destroyed, after which the counterpart must not touch its external object or this semaphore.
+class SemaphoreMirror : public Object {
+ public:
+  virtual void onReached(Semaphore& semaphore, uint64_t value) = 0;
+  virtual void onFailed(Semaphore& semaphore) = 0;
+  virtual void detach() = 0;
+};
+
 // Something waiting on semaphores: a host waiter, or a queue whose head submission is held.
 class Waiter {
  public:
@@ -52,7 +65,7 @@ struct WaitState {
   enum Kind { Reached, Failed, Covered, Pending } kind = Pending;
   Ref<Timepoint> timepoint;  // Covered: the earliest recorded signal of a value >= the wait
   uint64_t timepointValue = 0;
-  Status failure;            // Failed: ErrorSemaphoreFailed and the reason
+  Status failure;  // Failed: ErrorSemaphoreFailed and the reason
 };
 
 class Semaphore : public Object {
@@ -96,6 +109,16 @@ class Semaphore : public Object {
   // The root failure reason (without propagation prefixes), to keep messages from growing
   // along chains.
   std::string rootReason();
+  // The reason this semaphore failed with (what Semaphore::getFailureReason reports), or "".
+  std::string failureReason();
+
+  // The external counterpart (interop), or null. setMirror only before the handle is published.
+  void setMirror(Ref<SemaphoreMirror> mirror) { mirror_ = std::move(mirror); }
+  SemaphoreMirror* mirror() const noexcept { return mirror_.get(); }
+  // The handle is being destroyed: the counterpart stops forwarding (SemaphoreMirror::detach).
+  void detachMirror() {
+    if (mirror_) mirror_->detach();
+  }
 
  private:
   struct Pending {
@@ -117,6 +140,7 @@ class Semaphore : public Object {
   std::string rootReason_;
   std::vector<Pending> pending_;  // ascending value
   WaitNode* waiters_ = nullptr;
+  Ref<SemaphoreMirror> mirror_;  // immutable once the handle is published
 };
 
 // Host wait on several semaphores (Instance/Device::waitSemaphores, Semaphore::wait).

@@ -12,7 +12,7 @@ namespace baton::core {
 
 class [[nodiscard]] Status {
  public:
-  Status() noexcept = default;  // Success
+  Status() noexcept = default;                   // Success
   Status(Result code) noexcept : code_(code) {}  // NOLINT(google-explicit-constructor)
   Status(Result code, std::string message) : code_(code), message_(std::move(message)) {}
 

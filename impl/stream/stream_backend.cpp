@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <typeinfo>
@@ -227,40 +228,41 @@ class StreamTimepoint final : public core::Timepoint {
   Status outcome_;  // written before state_ becomes kDone
 };
 
+struct QueueShared;
+
 // The host callbacks of one submission. The trampoline is the cuLaunchHostFunc function: it
 // runs on the driver's callback thread, calls the user's callback and records a failure; it
-// makes no driver call and touches no semaphore (CUDA forbids driver calls inside a host
-// function, and a semaphore signal may release and issue other submissions inline). The
-// completion thread acts on the recorded result once the submission's event has completed.
+// makes no driver call of its own (CUDA forbids driver calls inside a host function: they can
+// deadlock). The completion thread acts on the recorded result once an event recorded after the
+// host call has completed: it reaches or fails the signals there, not here, because a semaphore
+// change can release and issue other submissions inline.
 struct HostCalls {
   struct Call {
     HostCalls* owner;
     HostCallback callback;
     void* userData;
   };
-  static void trampoline(void* data) {
-    auto* call = static_cast<Call*>(data);
-    HostCalls& owner = *call->owner;
-    // Commands after a failed host call do not run: later host calls of the submission skip.
-    if (owner.firstError.load(std::memory_order_acquire) != 0) return;
-    Result r = call->callback(call->userData);
-    if (isError(r)) owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);
-  }
+  static void trampoline(void* data);
   std::vector<Call> calls;  // reserved up front: the driver holds pointers into it
   std::atomic<int32_t> firstError{0};
+  std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
 };
 
 // One issued submission, owned by the queue's completion thread until its event completes: the
 // submission keeps its command lists (buffers, update data) and semaphores alive that long.
+// A suspension record (`resumes`) has no submission: its event follows host calls whose result
+// decides whether the rest of the suspended submission (QueueShared::continuation) runs.
 struct Record {
   Ref<StreamTimepoint> timepoint;
   std::unique_ptr<core::Submission> submission;
   std::unique_ptr<HostCalls> hostCalls;
-  bool signalsDone = false;                // signals were failed at issue
+  bool signalsDone = false;                 // signals were failed at issue
+  bool resumes = false;                     // suspension record
   std::vector<core::Allocation> freeAfter;  // dealloca of memory without a stream-ordered free
+  size_t nextList = 0, nextCommand = 0;     // where enqueueing continues after a suspension
 };
 
-struct QueueShared {
+struct QueueShared : std::enable_shared_from_this<QueueShared> {
   QueueShared(std::shared_ptr<DeviceShared> d, core::Device* cd, uint32_t i, std::string l)
       : device(std::move(d)), coreDevice(cd), driver(device->driver), index(i),
         label(std::move(l)) {}
@@ -275,7 +277,6 @@ struct QueueShared {
     {
       std::lock_guard<std::mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
-      issued.fetch_add(1, std::memory_order_seq_cst);
     }
     gRecords.fetch_add(1, std::memory_order_relaxed);
     parker.unpark();
@@ -292,8 +293,19 @@ struct QueueShared {
     parker.unpark();
   }
 
-  void publishCompleted(uint64_t n) {
-    gRecords.fetch_sub(n, std::memory_order_relaxed);
+  // Scheduler passes that a host function's callback caused (it signalled a semaphore): the
+  // completion thread runs them, since issuing inside the host function would call the driver.
+  void handOff(std::vector<Ref<core::Queue>>&& queues) {
+    {
+      std::lock_guard<std::mutex> lock(inboxMutex);
+      for (Ref<core::Queue>& q : queues) passes.push_back(std::move(q));
+    }
+    parker.unpark();
+  }
+
+  // `n` submissions given to issue() are finished (completed or failed): waitIdle counts them.
+  void submissionsDone(uint64_t n) {
+    if (n == 0) return;
     completed.fetch_add(n, std::memory_order_seq_cst);
     if (idleWaiters.load(std::memory_order_seq_cst) != 0) {
       std::lock_guard<std::mutex> lock(idleMutex);
@@ -312,17 +324,317 @@ struct QueueShared {
   void* sleepStream = nullptr;  // helper for sleeping on non-blocking-sync events
   void* sleepEvent = nullptr;
 
+  // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
+  // completion thread resuming a suspended submission. Taken after the core queue's lock.
+  std::mutex issueMutex;
+  std::optional<Record> continuation;                       // a suspended submission
+  std::deque<std::unique_ptr<core::Submission>> deferred;   // issued behind it
+
   std::mutex inboxMutex;
   std::vector<Record> inbox;
+  std::vector<Ref<core::Queue>> passes;  // see handOff
   bool lostPending = false;
   std::string lostReason;
   core::Parker parker;
   std::atomic<bool> stop{false};
 
-  std::atomic<uint64_t> issued{0}, completed{0};
+  std::atomic<uint64_t> issued{0}, completed{0};  // submissions given to issue(), finished
   std::atomic<uint32_t> idleWaiters{0};
   std::mutex idleMutex;
   std::condition_variable idleCv;
+};
+
+void HostCalls::trampoline(void* data) {
+  auto* call = static_cast<Call*>(data);
+  HostCalls& owner = *call->owner;
+  // Commands after a failed host call do not run: later host calls of the submission skip.
+  if (owner.firstError.load(std::memory_order_acquire) != 0) return;
+  Result r;
+  std::vector<Ref<core::Queue>> passes;
+  {
+    // A callback may signal baton semaphores; what that releases must not be issued here.
+    core::Notifier::Scope scope;
+    r = call->callback(call->userData);
+    passes = core::Notifier::takeScheduled();
+  }
+  if (isError(r)) owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);
+  if (!passes.empty())
+    if (std::shared_ptr<QueueShared> q = owner.queue.lock()) q->handOff(std::move(passes));
+}
+
+// ---- issuing --------------------------------------------------------------------------------
+
+// Enqueues submissions on a queue's stream, in queue order, with QueueShared::issueMutex held:
+// from StreamQueue::issue (the thread that submitted or released the submission), and from the
+// completion thread when a suspended submission resumes.
+//
+// Host calls and the commands after them: "commands after a failed host call do not run" cannot
+// be decided when the host call is enqueued, so a submission with GPU commands (or native
+// callbacks) after a host call is suspended there: the host call and an event behind it are
+// enqueued, the rest of the submission waits in QueueShared::continuation (and later
+// submissions of the queue in `deferred`), and the completion thread resumes it once the event
+// completes — with the rest of its commands, or with its signals failed. This costs a host
+// round trip, only for such submissions; a host call at the end of a submission costs none.
+class Issuer {
+ public:
+  explicit Issuer(QueueShared& q) : q_(q), d_(q.driver) {}
+
+  void start(std::unique_ptr<core::Submission> sub) {
+    if (q_.coreDevice->lost()) {
+      failUnrecorded(*sub, q_.coreDevice->lostStatus());
+      return;
+    }
+    ContextScope context(d_, q_.device->config.context);
+    Status st = enqueueWaits(*sub);
+    // streamWaitEvent captured each event's recorded state; holding the timepoints until the
+    // submission completes would only keep their events out of the pool.
+    for (core::Submission::Wait& w : sub->waits) w.timepoint = nullptr;
+    if (!st.ok()) {  // nothing enqueued yet
+      failUnrecorded(*sub, st);
+      return;
+    }
+    Record rec;
+    rec.submission = std::move(sub);
+    proceed(std::move(rec), context);
+  }
+
+  // The suspension record completed: the host calls before it ran.
+  void resume() {
+    Record rec = std::move(*q_.continuation);
+    q_.continuation.reset();
+    ContextScope context(d_, q_.device->config.context);
+    int32_t failed = rec.hostCalls->firstError.load(std::memory_order_acquire);
+    if (failed != 0) {
+      finish(std::move(rec), hostCallFailure(failed));  // the rest does not run
+      return;
+    }
+    proceed(std::move(rec), context);
+  }
+
+  // Issues what waited behind a suspended submission, until the next suspension.
+  void drainDeferred() {
+    while (!q_.continuation && !q_.deferred.empty()) {
+      std::unique_ptr<core::Submission> sub = std::move(q_.deferred.front());
+      q_.deferred.pop_front();
+      start(std::move(sub));
+    }
+  }
+
+  Status hostCallFailure(int32_t code) const {
+    return core::error(Result::ErrorHostCallFailed, "a hostCall on %s returned %s",
+                       q_.label.c_str(), resultName(static_cast<Result>(code)));
+  }
+
+ private:
+  void proceed(Record&& rec, ContextScope& context) {
+    bool suspend = false;
+    Status st = enqueueWork(rec, context, &suspend);
+    if (st.ok() && suspend) {
+      Record marker;
+      st = recordEvent(&marker.timepoint);
+      if (st.ok()) {
+        marker.resumes = true;
+        q_.continuation.emplace(std::move(rec));
+        q_.push(std::move(marker));
+        return;
+      }
+    }
+    finish(std::move(rec), st);
+  }
+
+  Status recordEvent(Ref<StreamTimepoint>* out) {
+    void* event = nullptr;
+    BATON_TRY(q_.device->pool.acquire(&event));
+    Status st = d_.eventRecord(event, q_.stream);
+    if (!st.ok()) {
+      q_.device->pool.release(event);
+      return st;
+    }
+    *out = Ref<StreamTimepoint>::adopt(
+        new StreamTimepoint(q_.device, q_.coreDevice, event, q_.stream));
+    return Status();
+  }
+
+  // Records the submission's completion event and hands it to the completion thread; `st` is
+  // the outcome of enqueueing (an error fails the signals now, but the record still keeps what
+  // the already enqueued work uses alive until the event completes).
+  void finish(Record&& rec, Status st) {
+    core::Submission& sub = *rec.submission;
+    Status rs = recordEvent(&rec.timepoint);
+    if (!rs.ok()) {
+      // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
+      // it (only after a driver error, in practice a lost device).
+      if (!d_.streamSynchronize(q_.stream).ok()) (void)rec.hostCalls.release();  // see failAll
+      for (const core::Allocation& a : rec.freeAfter) q_.device->freeAllocation(a);
+      failUnrecorded(sub, st.ok() ? rs : st);
+      return;
+    }
+    if (!st.ok()) {
+      fail(sub, st);
+      rec.signalsDone = true;
+    } else if (!rec.hostCalls) {
+      // Publish the signals as GPU-waitable timepoints: queues waiting for these values are
+      // released now (when this thread's Notifier scope closes) and wait with streamWaitEvent.
+      for (core::Submission::Signal& s : sub.signals)
+        s.semaphore->addTimepoint(s.value, rec.timepoint);
+    }
+    // With host calls, the signals are NOT published as timepoints: a GPU-side waiter would run
+    // as soon as the event completes, even when a host call failed and the signals must fail.
+    // The completion thread reaches (or fails) them once the event completed and the host calls'
+    // results are known; waiters are then released from the host.
+    q_.push(std::move(rec));
+  }
+
+  Status enqueueWaits(core::Submission& sub) {
+    for (core::Submission::Wait& w : sub.waits) {
+      if (!w.timepoint) continue;  // the scheduler removes reached waits; defensive
+      auto* tp = static_cast<StreamTimepoint*>(w.timepoint.get());
+      Status outcome;
+      if (tp->done(&outcome)) {
+        if (!outcome.ok())
+          return outcome.context(core::format("%s waiting for semaphore '%s' >= %llu",
+                                              q_.label.c_str(), w.semaphore->name().c_str(),
+                                              static_cast<unsigned long long>(w.value)));
+        continue;  // completed: nothing to wait for
+      }
+      if (tp->stream() == q_.stream) continue;  // recorded earlier on this in-order stream
+      BATON_TRY(d_.streamWaitEvent(q_.stream, tp->event()));
+    }
+    return Status();
+  }
+
+  static Status unbacked() {
+    return Status(Result::ErrorInvalidState,
+                  "a command used a buffer whose queue-ordered allocation had not run (or that "
+                  "was already freed): order it after the alloca's signal");
+  }
+
+  // The command at the current position (moved past finished command lists), or null at the
+  // end of the submission.
+  static const core::Command* current(Record& rec) {
+    const auto& lists = rec.submission->commandLists;
+    while (rec.nextList < lists.size() &&
+           rec.nextCommand >= lists[rec.nextList]->commands.size()) {
+      ++rec.nextList;
+      rec.nextCommand = 0;
+    }
+    return rec.nextList < lists.size() ? &lists[rec.nextList]->commands[rec.nextCommand] : nullptr;
+  }
+
+  Status enqueueWork(Record& rec, ContextScope& context, bool* suspend) {
+    core::Submission& sub = *rec.submission;
+    switch (sub.kind) {
+      case core::Submission::Kind::Alloca: {
+        core::Buffer& b = *sub.buffer;
+        core::Allocation a;
+        a.size = b.info.size;
+        if (b.info.memory == MemoryKind::HostPinned) {
+          // Pinned host memory has no stream-ordered allocator; allocating it here is still in
+          // queue order (after the waits, before the signals) and never waits for the GPU.
+          BATON_TRY(d_.hostAlloc(&a.host, &a.deviceAddress, a.size));
+          a.native = tagOf(MemoryTag::HostPinned);
+        } else {
+          if (!q_.device->config.memoryPool)
+            return Status(Result::ErrorNotSupported, q_.label + " has no memory pool");
+          BATON_TRY(d_.memAllocAsync(&a.deviceAddress, a.size, q_.device->config.memoryPool,
+                                     q_.stream));
+          a.native = tagOf(MemoryTag::StreamOrdered);
+        }
+        b.allocation = a;
+        b.backed.store(true, std::memory_order_release);
+        return Status();
+      }
+      case core::Submission::Kind::Dealloca: {
+        core::Buffer& b = *sub.buffer;
+        if (!b.backed.exchange(false, std::memory_order_acq_rel)) return Status();
+        if (tagOf(b.allocation) == MemoryTag::StreamOrdered)
+          return d_.memFreeAsync(b.allocation.deviceAddress, q_.stream);
+        rec.freeAfter.push_back(b.allocation);  // freed once the work before it completed
+        return Status();
+      }
+      case core::Submission::Kind::Commands: break;
+    }
+
+    if (!rec.hostCalls && rec.nextList == 0 && rec.nextCommand == 0) {
+      size_t hostCallCount = 0;
+      for (const Ref<core::CommandList>& list : sub.commandLists)
+        for (const core::Command& c : list->commands)
+          hostCallCount += c.kind == core::Command::Kind::HostCall;
+      if (hostCallCount) {
+        rec.hostCalls = std::make_unique<HostCalls>();
+        rec.hostCalls->calls.reserve(hostCallCount);
+        rec.hostCalls->queue = q_.weak_from_this();
+      }
+    }
+
+    while (const core::Command* next = current(rec)) {
+      const core::Command& c = *next;
+      ++rec.nextCommand;
+      for (const Ref<core::Buffer>* b : {&c.src, &c.dst})
+        if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+      switch (c.kind) {
+        case core::Command::Kind::Copy:
+          BATON_TRY(d_.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,
+                                   c.src->allocation.deviceAddress + c.srcOffset, c.size,
+                                   q_.stream));
+          break;
+        case core::Command::Kind::Fill:
+          BATON_TRY(d_.memsetD32Async(c.dst->allocation.deviceAddress + c.dstOffset, c.pattern,
+                                      c.size / 4, q_.stream));
+          break;
+        case core::Command::Kind::Update:
+          // The data lives in the command list, which the record keeps until the event
+          // completes. Updates are at most kMaxUpdateSize (64 KiB): the driver stages pageable
+          // copies that small without waiting for the stream.
+          BATON_TRY(d_.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset,
+                                       c.data.data(), c.size, q_.stream));
+          break;
+        case core::Command::Kind::HostCall: {
+          rec.hostCalls->calls.push_back({rec.hostCalls.get(), c.hostCallback, c.userData});
+          BATON_TRY(d_.launchHostFunc(q_.stream, &HostCalls::trampoline,
+                                      &rec.hostCalls->calls.back()));
+          // Consecutive host calls go together (the trampoline skips those after a failure);
+          // anything else after a host call waits for its result.
+          const core::Command* after = current(rec);
+          if (after && after->kind != core::Command::Kind::HostCall) {
+            *suspend = true;
+            return Status();
+          }
+          break;
+        }
+        case core::Command::Kind::Native: {
+          // In queue order, on the issuing thread: what the callback enqueues on the stream runs
+          // after the waits and before the signals. A failure stops the rest of the submission.
+          NativeQueue nq;
+          nq.backend = d_.kind;
+          nq.stream = q_.stream;
+          nq.deviceOrdinal = q_.device->config.ordinal;
+          nq.queueIndex = q_.index;
+          Result r = c.nativeCallback(nq, c.userData);
+          context.reapply();  // the callback may have switched contexts (cudaSetDevice)
+          if (isError(r))
+            return core::error(Result::ErrorHostCallFailed, "a native callback on %s returned %s",
+                               q_.label.c_str(), resultName(r));
+          break;
+        }
+      }
+    }
+    return Status();
+  }
+
+  void fail(core::Submission& sub, Status st) {
+    if (st.code() == Result::ErrorDeviceLost) q_.deferLost(st.message());
+    core::failSignals(sub, st.context("issuing a submission on " + q_.label));
+  }
+
+  // Fails a submission that has no record (nothing of it is in flight) and counts it done.
+  void failUnrecorded(core::Submission& sub, Status st) {
+    fail(sub, std::move(st));
+    q_.submissionsDone(1);
+  }
+
+  QueueShared& q_;
+  const DriverTable& d_;
 };
 
 // ---- completion thread ----------------------------------------------------------------------
@@ -335,11 +647,13 @@ class Completion {
     // The thread's own driver calls always run in the device's context.
     (void)d_.setCurrent(q_->device->config.context);
     std::vector<Record> incoming;
+    std::vector<Ref<core::Queue>> passes;
     for (;;) {
       std::string lost;
       {
         std::lock_guard<std::mutex> lock(q_->inboxMutex);
         incoming.swap(q_->inbox);
+        passes.swap(q_->passes);
         if (q_->lostPending) {
           lost = std::move(q_->lostReason);
           q_->lostPending = false;
@@ -347,6 +661,8 @@ class Completion {
       }
       for (Record& r : incoming) inflight_.push_back(std::move(r));
       incoming.clear();
+      for (Ref<core::Queue>& queue : passes) queue->evaluate();
+      passes.clear();
       if (!lost.empty()) q_->coreDevice->markLost(lost);
       if (inflight_.empty()) {
         // Nothing in flight: the core Device may be gone (see ~StreamQueue), touch only q_.
@@ -415,21 +731,24 @@ class Completion {
   }
 
   // Publishes the first n records: timepoints completed, signal values reached (one reach per
-  // semaphore, with the highest value), host-call failures propagated, deferred frees done.
+  // semaphore, with the highest value), host-call failures propagated, deferred frees done;
+  // then resumes a suspended submission whose host calls have run.
   void finish(size_t n) {
+    uint64_t submissions = 0;
+    bool resume = false;
     {
       core::Notifier::Scope scope;  // releases run once, when the batch is published
       for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
       reach_.clear();
       for (size_t i = 0; i < n; ++i) {
         Record& r = inflight_[i];
+        resume |= r.resumes;
+        if (!r.submission) continue;
+        ++submissions;
         if (r.signalsDone) continue;
         int32_t failed = r.hostCalls ? r.hostCalls->firstError.load(std::memory_order_acquire) : 0;
         if (failed != 0) {
-          core::failSignals(*r.submission,
-                            core::error(Result::ErrorHostCallFailed,
-                                        "a hostCall on %s returned %s", q_->label.c_str(),
-                                        resultName(static_cast<Result>(failed))));
+          core::failSignals(*r.submission, Issuer(*q_).hostCallFailure(failed));
           continue;
         }
         for (core::Submission::Signal& s : r.submission->signals)
@@ -447,22 +766,53 @@ class Completion {
       // Device::shutdown waits for idle, and must find nothing of ours holding the device.
       inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<ptrdiff_t>(n));
     }
-    q_->publishCompleted(n);
+    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    q_->submissionsDone(submissions);
+    if (resume) {
+      core::Notifier::Scope scope;  // declared first: it drains after the lock is released
+      std::lock_guard<std::mutex> lock(q_->issueMutex);
+      Issuer issuer(*q_);
+      if (q_->continuation) issuer.resume();
+      issuer.drainDeferred();
+    }
   }
 
-  // Device lost (or queue torn down after loss): every record in flight fails.
+  // Device lost: every record in flight fails, and so do the suspended submission and those
+  // behind it.
   void failAll(const Status& why) {
     size_t n = inflight_.size();
+    uint64_t submissions = 0;
+    // Loss can be declared while this stream still runs (a fault seen on another queue or
+    // injected by a test): let it drain before the records release the memory it may use. On a
+    // faulted context this returns the sticky error at once.
+    (void)d_.streamSynchronize(q_->stream);
     {
       core::Notifier::Scope scope;
       for (Record& r : inflight_) {
         r.timepoint->complete(why);
-        if (!r.signalsDone) core::failSignals(*r.submission, why);
+        if (r.submission) {
+          ++submissions;
+          if (!r.signalsDone) core::failSignals(*r.submission, why);
+        }
         for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
+        // The driver may still call host functions of a faulted stream, or never: their data
+        // must stay valid either way, so it is deliberately leaked (only after device loss).
+        (void)r.hostCalls.release();
       }
       inflight_.clear();
+      std::lock_guard<std::mutex> lock(q_->issueMutex);
+      if (q_->continuation) {
+        core::failSignals(*q_->continuation->submission, why);
+        (void)q_->continuation->hostCalls.release();
+        q_->continuation.reset();
+        ++submissions;
+      }
+      for (std::unique_ptr<core::Submission>& sub : q_->deferred) core::failSignals(*sub, why);
+      submissions += q_->deferred.size();
+      q_->deferred.clear();
     }
-    q_->publishCompleted(n);
+    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    q_->submissionsDone(submissions);
   }
 
   std::shared_ptr<QueueShared> q_;
@@ -496,7 +846,7 @@ class StreamQueue final : public core::QueueImpl {
     return tp.backend() == q_->driver.kind && typeid(tp) == typeid(StreamTimepoint);
   }
 
-  core::NativeQueue native() const override {
+  NativeQueue native() const override {
     NativeQueue nq;
     nq.backend = q_->driver.kind;
     nq.stream = q_->stream;
@@ -529,182 +879,16 @@ class StreamQueue final : public core::QueueImpl {
   }
 
   void issue(std::unique_ptr<core::Submission> sub) override {
-    QueueShared& q = *q_;
-    const DriverTable& d = q.driver;
-    if (q.coreDevice->lost()) {
-      core::failSignals(*sub, q.coreDevice->lostStatus());
+    q_->issued.fetch_add(1, std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> lock(q_->issueMutex);
+    if (q_->continuation || !q_->deferred.empty()) {
+      q_->deferred.push_back(std::move(sub));  // behind a suspended submission, in order
       return;
     }
-    ContextScope context(d, q.device->config.context);
-
-    Status st = enqueueWaits(*sub);
-    // streamWaitEvent captured each event's recorded state; holding the timepoints until the
-    // submission completes would only keep their events out of the pool.
-    for (core::Submission::Wait& w : sub->waits) w.timepoint = nullptr;
-    if (!st.ok()) {  // nothing enqueued yet
-      failIssue(*sub, st);
-      return;
-    }
-
-    Record rec;
-    st = enqueueWork(*sub, context, &rec);
-
-    // Record the completion event even when enqueueing stopped half-way: the work already
-    // enqueued uses the submission's buffers and data until the event completes.
-    void* event = nullptr;
-    Status rs = q.device->pool.acquire(&event);
-    if (rs.ok()) {
-      rs = d.eventRecord(event, q.stream);
-      if (!rs.ok()) q.device->pool.release(event);
-    }
-    if (!rs.ok()) {
-      // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
-      // it (only after a driver error, in practice a lost device).
-      (void)d.streamSynchronize(q.stream);
-      failIssue(*sub, st.ok() ? rs : st);
-      for (const core::Allocation& a : rec.freeAfter) q.device->freeAllocation(a);
-      return;
-    }
-    rec.timepoint = Ref<StreamTimepoint>::adopt(
-        new StreamTimepoint(q.device, q.coreDevice, event, q.stream));
-    if (!st.ok()) {
-      failIssue(*sub, st);
-      rec.signalsDone = true;
-    } else if (!rec.hostCalls) {
-      // Publish the signals as GPU-waitable timepoints: queues waiting for these values are
-      // released now (when this thread's Notifier scope closes) and wait with streamWaitEvent.
-      for (core::Submission::Signal& s : sub->signals)
-        s.semaphore->addTimepoint(s.value, rec.timepoint);
-    }
-    // With host calls, the signals are NOT published as timepoints: a GPU-side waiter would run
-    // as soon as the event completes, even when a host call failed and the signals must fail.
-    // The completion thread reaches (or fails) them once the event completed and the host calls'
-    // results are known; waiters are then released from the host.
-    rec.submission = std::move(sub);
-    q.push(std::move(rec));
+    Issuer(*q_).start(std::move(sub));
   }
 
  private:
-  Status enqueueWaits(core::Submission& sub) {
-    QueueShared& q = *q_;
-    for (core::Submission::Wait& w : sub.waits) {
-      if (!w.timepoint) continue;  // the scheduler removes reached waits; defensive
-      auto* tp = static_cast<StreamTimepoint*>(w.timepoint.get());
-      Status outcome;
-      if (tp->done(&outcome)) {
-        if (!outcome.ok())
-          return outcome.context(core::format("%s waiting for semaphore '%s' >= %llu",
-                                              q.label.c_str(), w.semaphore->name().c_str(),
-                                              static_cast<unsigned long long>(w.value)));
-        continue;  // completed: nothing to wait for
-      }
-      if (tp->stream() == q.stream) continue;  // recorded earlier on this in-order stream
-      BATON_TRY(q.driver.streamWaitEvent(q.stream, tp->event()));
-    }
-    return Status();
-  }
-
-  static Status unbacked() {
-    return Status(Result::ErrorInvalidState,
-                  "a command used a buffer whose queue-ordered allocation had not run (or that "
-                  "was already freed): order it after the alloca's signal");
-  }
-
-  Status enqueueWork(core::Submission& sub, ContextScope& context, Record* rec) {
-    QueueShared& q = *q_;
-    const DriverTable& d = q.driver;
-    switch (sub.kind) {
-      case core::Submission::Kind::Alloca: {
-        core::Buffer& b = *sub.buffer;
-        core::Allocation a;
-        a.size = b.info.size;
-        if (b.info.memory == MemoryKind::HostPinned) {
-          // Pinned host memory has no stream-ordered allocator; allocating it here is still in
-          // queue order (after the waits, before the signals) and never waits for the GPU.
-          BATON_TRY(d.hostAlloc(&a.host, &a.deviceAddress, a.size));
-          a.native = tagOf(MemoryTag::HostPinned);
-        } else {
-          if (!q.device->config.memoryPool)
-            return Status(Result::ErrorNotSupported, q.label + " has no memory pool");
-          BATON_TRY(d.memAllocAsync(&a.deviceAddress, a.size, q.device->config.memoryPool,
-                                    q.stream));
-          a.native = tagOf(MemoryTag::StreamOrdered);
-        }
-        b.allocation = a;
-        b.backed.store(true, std::memory_order_release);
-        return Status();
-      }
-      case core::Submission::Kind::Dealloca: {
-        core::Buffer& b = *sub.buffer;
-        if (!b.backed.exchange(false, std::memory_order_acq_rel)) return Status();
-        if (tagOf(b.allocation) == MemoryTag::StreamOrdered)
-          return d.memFreeAsync(b.allocation.deviceAddress, q.stream);
-        rec->freeAfter.push_back(b.allocation);  // freed once the work before it completed
-        return Status();
-      }
-      case core::Submission::Kind::Commands: break;
-    }
-
-    size_t hostCallCount = 0;
-    for (const Ref<core::CommandList>& list : sub.commandLists)
-      for (const core::Command& c : list->commands)
-        hostCallCount += c.kind == core::Command::Kind::HostCall;
-    if (hostCallCount) {
-      rec->hostCalls = std::make_unique<HostCalls>();
-      rec->hostCalls->calls.reserve(hostCallCount);
-    }
-
-    for (const Ref<core::CommandList>& list : sub.commandLists) {
-      for (const core::Command& c : list->commands) {
-        for (const Ref<core::Buffer>* b : {&c.src, &c.dst})
-          if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
-        switch (c.kind) {
-          case core::Command::Kind::Copy:
-            BATON_TRY(d.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,
-                                    c.src->allocation.deviceAddress + c.srcOffset, c.size,
-                                    q.stream));
-            break;
-          case core::Command::Kind::Fill:
-            BATON_TRY(d.memsetD32Async(c.dst->allocation.deviceAddress + c.dstOffset, c.pattern,
-                                       c.size / 4, q.stream));
-            break;
-          case core::Command::Kind::Update:
-            // The data lives in the command list, which the record keeps until the event
-            // completes. Updates are at most kMaxUpdateSize (64 KiB): the driver stages pageable
-            // copies that small without waiting for the stream.
-            BATON_TRY(d.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset,
-                                        c.data.data(), c.size, q.stream));
-            break;
-          case core::Command::Kind::HostCall: {
-            rec->hostCalls->calls.push_back({rec->hostCalls.get(), c.hostCallback, c.userData});
-            BATON_TRY(d.launchHostFunc(q.stream, &HostCalls::trampoline,
-                                       &rec->hostCalls->calls.back()));
-            break;
-          }
-          case core::Command::Kind::Native: {
-            // At issue time, on this thread, in queue order: what the callback enqueues on the
-            // stream runs after the waits and before the signals. A failure stops the rest of
-            // the submission from being enqueued. Commands after a hostCall are enqueued before
-            // that host call runs, so a failing hostCall cannot stop GPU commands or native
-            // callbacks behind it in the same submission (it does fail the signals).
-            Result r = c.nativeCallback(native(), c.userData);
-            context.reapply();  // the callback may have switched contexts (cudaSetDevice)
-            if (isError(r))
-              return core::error(Result::ErrorHostCallFailed, "a native callback on %s returned %s",
-                                 q.label.c_str(), resultName(r));
-            break;
-          }
-        }
-      }
-    }
-    return Status();
-  }
-
-  void failIssue(core::Submission& sub, Status st) {
-    if (st.code() == Result::ErrorDeviceLost) q_->deferLost(st.message());
-    core::failSignals(sub, st.context("issuing a submission on " + q_->label));
-  }
-
   std::shared_ptr<QueueShared> q_;
   std::thread thread_;
 };

@@ -44,7 +44,9 @@ enum class BackendKind : uint32_t {
 constexpr uint32_t kBackendKindCount = 3;
 
 // Bit of a backend in InstanceCreateInfo::backendMask.
-constexpr uint32_t backendBit(BackendKind kind) noexcept { return 1u << static_cast<uint32_t>(kind); }
+constexpr uint32_t backendBit(BackendKind kind) noexcept {
+  return 1u << static_cast<uint32_t>(kind);
+}
 constexpr uint32_t kAllBackends = (1u << kBackendKindCount) - 1;
 
 // The printable name of a backend: "host", "cuda", "hip". Never null. Thread safe.

@@ -32,7 +32,7 @@ struct BackendInfo {
   bool compiled = false;   // built into this library
   bool available = false;  // compiled, asked for, and its driver loaded and initialised
   uint32_t deviceCount = 0;
-  char reason[512] = {};   // why not available (paths tried, driver error), or "" when available
+  char reason[512] = {};  // why not available (paths tried, driver error), or "" when available
 };
 
 // Creates an instance and loads the backends of info.backendMask. A backend whose driver is

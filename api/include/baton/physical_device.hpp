@@ -28,12 +28,12 @@ struct PhysicalDeviceProperties {
   BackendKind backend = BackendKind::Host;
   uint32_t ordinal = 0;  // index among this backend's devices (the CUDA/HIP device ordinal)
   char name[256] = {};
-  uint8_t uuid[16] = {};  // matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs
+  uint8_t uuid[16] = {};      // matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs
   uint32_t computeMajor = 0;  // compute capability (CUDA) or gfx version (HIP); 0 on the host
   uint32_t computeMinor = 0;
-  uint64_t totalMemory = 0;  // bytes
-  uint32_t maxQueues = 0;    // the largest DeviceCreateInfo::queueCount accepted
-  uint64_t capabilities = 0; // Capability bits
+  uint64_t totalMemory = 0;   // bytes
+  uint32_t maxQueues = 0;     // the largest DeviceCreateInfo::queueCount accepted
+  uint64_t capabilities = 0;  // Capability bits
 };
 
 class PhysicalDevice : public Handle<PhysicalDevice> {

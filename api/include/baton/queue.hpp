@@ -36,10 +36,10 @@ class Queue : public Handle<Queue> {
   // naming the first failure. Validation is all-or-nothing: on an error nothing is submitted.
   // Ownership: the caller keeps command buffers and semaphores; pending work references them, so
   // destroying them afterwards is safe. Thread safe (several threads may submit to one queue).
-  // Returns Success, ErrorInvalidHandle, ErrorInvalidArgument (an empty or over-long list
-  // where not allowed, a command buffer not ended), ErrorDeviceMismatch (a command buffer of
-  // another device), ErrorNonIncreasingValue (a signal not above the semaphore's current
-  // value), ErrorDeviceLost.
+  // Returns Success, ErrorInvalidHandle, ErrorInvalidArgument (an over-long list, a null list
+  // pointer with a non-zero count), ErrorInvalidState (a command buffer without an ended
+  // recording), ErrorDeviceMismatch (a command buffer of another device), ErrorNonIncreasingValue
+  // (a signal not above the semaphore's current value), ErrorDeviceLost.
   [[nodiscard]] Result submit(Span<const SubmitInfo> submits) const noexcept;
 
   // Queue-ordered allocation: creates *buffer now, backed by memory that is allocated in queue
@@ -50,13 +50,14 @@ class Queue : public Handle<Queue> {
   // Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
   // allocation) and ErrorInvalidArgument (size 0).
   [[nodiscard]] Result allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
-                              Span<const SemaphoreValue> signals, Buffer* buffer) const noexcept;
+                                    Span<const SemaphoreValue> signals,
+                                    Buffer* buffer) const noexcept;
 
-  // Queue-ordered free: the memory of `buffer` (made by allocaBuffer) is returned in queue order after
-  // `waits`, then `signals` are signalled. The handle is invalid after the call.
-  // Returns what submit returns.
+  // Queue-ordered free: the memory of `buffer` (made by allocaBuffer) is returned in queue order
+  // after `waits`, then `signals` are signalled. The handle is invalid after the call. Returns what
+  // submit returns.
   [[nodiscard]] Result deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
-                                Span<const SemaphoreValue> signals) const noexcept;
+                                      Span<const SemaphoreValue> signals) const noexcept;
 
   // Blocks until every batch submitted to this queue before the call has finished, or timeoutNs
   // passes. Batches held on unmet waits count as unfinished. Thread safe. Returns Success,

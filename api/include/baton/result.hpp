@@ -18,20 +18,20 @@ enum class Result : int32_t {
   NotReady = 1,  // a poll (timeout 0 or a query) found the condition not yet met
   Timeout = 2,   // a wait with a finite timeout expired; not an error
 
-  ErrorInvalidArgument = -1,      // a field or argument is out of its documented range
-  ErrorInvalidHandle = -2,        // a null, destroyed, stale or wrong-type handle
-  ErrorDeviceMismatch = -3,       // objects of different devices used together
-  ErrorNonIncreasingValue = -4,   // a signal value not greater than the semaphore's value
-  ErrorSemaphoreFailed = -5,      // a waited semaphore failed; the message has the first reason
-  ErrorDeviceLost = -6,           // a sticky device fault; the device accepts no more work
-  ErrorOutOfHostMemory = -7,      // a host allocation or a handle slot could not be obtained
-  ErrorOutOfDeviceMemory = -8,    // a device allocation failed
-  ErrorBackendUnavailable = -9,   // the backend's driver is absent or failed to initialise
-  ErrorNotSupported = -10,        // the backend or device lacks the capability asked for
-  ErrorHostCallFailed = -11,      // a hostCall or native callback returned an error
-  ErrorObjectInUse = -12,         // destroyed while in use; see each destroy() for the outcome
-  ErrorDriver = -13,              // any other native driver error; the message has its name
-  ErrorInvalidState = -14,        // the object is not in a state that allows the call
+  ErrorInvalidArgument = -1,     // a field or argument is out of its documented range
+  ErrorInvalidHandle = -2,       // a null, destroyed, stale or wrong-type handle
+  ErrorDeviceMismatch = -3,      // objects of different devices used together
+  ErrorNonIncreasingValue = -4,  // a signal value not greater than the semaphore's value
+  ErrorSemaphoreFailed = -5,     // a waited semaphore failed; the message has the first reason
+  ErrorDeviceLost = -6,          // a sticky device fault; the device accepts no more work
+  ErrorOutOfHostMemory = -7,     // a host allocation or a handle slot could not be obtained
+  ErrorOutOfDeviceMemory = -8,   // a device allocation failed
+  ErrorBackendUnavailable = -9,  // the backend's driver is absent or failed to initialise
+  ErrorNotSupported = -10,       // the backend or device lacks the capability asked for
+  ErrorHostCallFailed = -11,     // a hostCall or native callback returned an error
+  ErrorObjectInUse = -12,        // destroyed while in use; see each destroy() for the outcome
+  ErrorDriver = -13,             // any other native driver error; the message has its name
+  ErrorInvalidState = -14,       // the object is not in a state that allows the call
 };
 
 // The enumerator's name, e.g. "ErrorSemaphoreFailed". Never null; unknown values give

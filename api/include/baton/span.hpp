@@ -31,8 +31,16 @@ class Span {
   template <class U, class A>
   Span(const std::vector<U, A>& v) noexcept : data_(v.data()), size_(v.size()) {}  // NOLINT
   // Valid only for the full expression that creates it: use it for arguments, never store it.
+  // (GCC's -Winit-list-lifetime flags exactly this intended use, hence the pragma.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr Span(std::initializer_list<std::remove_const_t<T>> list) noexcept  // NOLINT
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   constexpr T* data() const noexcept { return data_; }
   constexpr size_t size() const noexcept { return size_; }

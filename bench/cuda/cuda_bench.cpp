@@ -1,0 +1,537 @@
+// cuda_bench: the CUDA backend against raw CUDA driver calls measured in the same run
+// (issue 3, item 9). Each row prints baton's figure, the raw figure and the ratio.
+//
+//   submit      host cost of one submit with one recorded wait + one signal, no work, vs
+//               cuStreamWaitEvent + cuEventRecord (the wait is on another stream's event that
+//               has not completed: a 1 ms kernel holds that stream)
+//   ping-pong   GPU time per cross-queue round trip through two semaphores, vs an event
+//               ping-pong between two streams (all submitted behind a 2 ms kernel, timed on the
+//               GPU with timing events recorded from native callbacks)
+//   wbs edge    wait-before-signal hand-off: consumer submitted before its producer; GPU time
+//               from the producer's work to the consumer's, vs a raw event edge. Also whether the
+//               consumer was issued before the producer's work ran (no host round trip)
+//   host wake   gate opened by the host -> host wait returns, vs cuEventSynchronize
+//   naive loop  submit one empty kernel + host wait, per iteration, vs launch + cuStreamSync
+//   cpu         CPU time burned by a host wait over 100 ms of GPU work, vs cuEventSynchronize
+//   steady      1M submissions: events, records in flight and RSS, every 100k
+//
+// Work is held back by fixed-length spin kernels, not by host-opened gates: thousands of stream
+// operations queued behind a gate can fill the stream and block the enqueuing thread, which is
+// the one that would open the gate (DESIGN §4). Only "host wake" uses a gate (one operation).
+// Medians over repetitions; raw and baton alternate within a repetition so drift hits both.
+// BATON_BENCH_SCALE=<n> divides the iteration counts (a smoke run). Output is unbuffered.
+#include <cuda.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <baton/baton.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda_symbols.hpp"
+#include "ptx_kernels.hpp"
+#include "stream_backend.hpp"
+
+namespace {
+
+using baton::Result;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void die(const char* what, const char* detail) {
+  std::fprintf(stderr, "cuda_bench: %s: %s\n", what, detail);
+  std::exit(1);
+}
+#define BATON_OK(expr)                                                      \
+  do {                                                                      \
+    Result r_ = (expr);                                                     \
+    if (r_ != Result::Success) die(#expr, baton::lastErrorMessage());       \
+  } while (0)
+#define CU_OK(expr)                                                                  \
+  do {                                                                               \
+    CUresult r_ = (expr);                                                            \
+    if (r_ != CUDA_SUCCESS) die(#expr, baton::cuda::resultName(r_).c_str());         \
+  } while (0)
+
+const baton::cuda::Symbols* cu = nullptr;
+
+double nsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+}
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+int scale() {
+  const char* s = std::getenv("BATON_BENCH_SCALE");
+  int v = s ? std::atoi(s) : 1;
+  return v > 0 ? v : 1;
+}
+int iters(int n) { return std::max(n / scale(), 4); }
+
+void row(const char* name, double baton, double raw, const char* unit, const char* note = "") {
+  std::printf("%-34s %12.3f %12.3f %8.2fx  %-4s %s\n", name, baton, raw, raw > 0 ? baton / raw : 0,
+              unit, note);
+}
+
+// ---- the environment: baton instance/device/queues, the raw context, kernels, a gate ---------
+
+struct Env {
+  baton::Instance instance;
+  baton::Device device;
+  baton::Queue q[2];
+  CUdevice cuDevice = 0;
+  CUcontext ctx = nullptr;
+  CUmodule module = nullptr;
+  CUfunction waitFlag = nullptr, empty = nullptr, spinNs = nullptr;
+  CUstream raw[2] = {nullptr, nullptr};
+  baton::Buffer gateBuffer;
+  uint32_t* gateFlag = nullptr;
+  uint64_t gateAddress = 0;
+};
+Env env;
+
+void closeGate() { __atomic_store_n(env.gateFlag, 0u, __ATOMIC_SEQ_CST); }
+void openGate() { __atomic_store_n(env.gateFlag, 1u, __ATOMIC_SEQ_CST); }
+
+CUresult launch(CUfunction f, CUstream s, uint64_t* arg) {
+  void* params[] = {arg};
+  return cu->cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, arg ? params : nullptr, nullptr);
+}
+
+// Native callbacks.
+Result gateNative(const baton::NativeQueue& q, void*) {
+  return launch(env.waitFlag, static_cast<CUstream>(q.stream), &env.gateAddress) == CUDA_SUCCESS
+             ? Result::Success
+             : Result::ErrorDriver;
+}
+Result emptyNative(const baton::NativeQueue& q, void*) {
+  return launch(env.empty, static_cast<CUstream>(q.stream), nullptr) == CUDA_SUCCESS
+             ? Result::Success
+             : Result::ErrorDriver;
+}
+struct SpinArg {
+  uint64_t ns;
+};
+Result spinNative(const baton::NativeQueue& q, void* user) {
+  return launch(env.spinNs, static_cast<CUstream>(q.stream), &static_cast<SpinArg*>(user)->ns) ==
+                 CUDA_SUCCESS
+             ? Result::Success
+             : Result::ErrorDriver;
+}
+struct TimingEvent {
+  CUevent event = nullptr;
+  std::atomic<int> issued{0};
+};
+Result recordNative(const baton::NativeQueue& q, void* user) {
+  auto* t = static_cast<TimingEvent*>(user);
+  t->issued.fetch_add(1);
+  return cu->cuEventRecord(t->event, static_cast<CUstream>(q.stream)) == CUDA_SUCCESS
+             ? Result::Success
+             : Result::ErrorDriver;
+}
+
+baton::CommandBuffer commands(std::initializer_list<std::pair<baton::NativeCallback, void*>> natives) {
+  baton::CommandBuffer cb;
+  BATON_OK(env.device.createCommandBuffer(&cb));
+  BATON_OK(cb.begin());
+  for (auto& [fn, user] : natives) BATON_OK(cb.native(fn, user));
+  BATON_OK(cb.end());
+  return cb;
+}
+
+baton::Semaphore semaphore(const char* name) {
+  baton::SemaphoreCreateInfo info;
+  info.debugName = name;
+  baton::Semaphore s;
+  BATON_OK(env.instance.createSemaphore(info, &s));
+  return s;
+}
+
+Result submit(baton::Queue q, std::vector<baton::SemaphoreValue> waits,
+              std::vector<baton::CommandBuffer> cbs, std::vector<baton::SemaphoreValue> signals) {
+  baton::SubmitInfo info;
+  info.waits = waits;
+  info.commandBuffers = cbs;
+  info.signals = signals;
+  return q.submit(info);
+}
+
+CUevent timingEvent() {
+  CUevent e;
+  CU_OK(cu->cuEventCreate(&e, CU_EVENT_DEFAULT));
+  return e;
+}
+double elapsedUs(CUevent a, CUevent b) {
+  float ms = 0;
+  CU_OK(cu->cuEventElapsedTime(&ms, a, b));
+  return ms * 1000.0;
+}
+
+void setup() {
+  BATON_OK(baton::createInstance({}, &env.instance));
+  uint32_t count = 0;
+  BATON_OK(env.instance.enumerateBackends(&count, nullptr));
+  std::vector<baton::BackendInfo> infos(count);
+  BATON_OK(env.instance.enumerateBackends(&count, infos.data()));
+  for (auto& b : infos)
+    if (b.kind == baton::BackendKind::Cuda && !b.available) {
+      std::printf("cuda_bench: CUDA unavailable: %s\n", b.reason);
+      std::exit(0);
+    }
+  BATON_OK(env.instance.enumeratePhysicalDevices(&count, nullptr));
+  std::vector<baton::PhysicalDevice> all(count);
+  BATON_OK(env.instance.enumeratePhysicalDevices(&count, all.data()));
+  baton::PhysicalDevice physical;
+  baton::PhysicalDeviceProperties props;
+  for (auto p : all) {
+    BATON_OK(p.getProperties(&props));
+    if (props.backend == baton::BackendKind::Cuda) {
+      physical = p;
+      break;
+    }
+  }
+  if (!physical) {
+    std::printf("cuda_bench: no CUDA device\n");
+    std::exit(0);
+  }
+  std::printf("device: %s (compute %u.%u), driver %d\n", props.name, props.computeMajor,
+              props.computeMinor, baton::cuda::loadDriver().version);
+  baton::DeviceCreateInfo info;
+  info.queueCount = 2;
+  BATON_OK(env.instance.createDevice(physical, info, &env.device));
+  BATON_OK(env.device.getQueue(0, &env.q[0]));
+  BATON_OK(env.device.getQueue(1, &env.q[1]));
+
+  cu = &baton::cuda::symbols();
+  CU_OK(cu->cuDeviceGet(&env.cuDevice, static_cast<int>(props.ordinal)));
+  CU_OK(cu->cuDevicePrimaryCtxRetain(&env.ctx, env.cuDevice));
+  CU_OK(cu->cuCtxSetCurrent(env.ctx));
+  CU_OK(cu->cuModuleLoadData(&env.module, baton_test::kPtxKernels));
+  CU_OK(cu->cuModuleGetFunction(&env.waitFlag, env.module, "baton_wait_flag"));
+  CU_OK(cu->cuModuleGetFunction(&env.empty, env.module, "baton_empty"));
+  CU_OK(cu->cuModuleGetFunction(&env.spinNs, env.module, "baton_spin_ns"));
+  for (CUstream& s : env.raw) CU_OK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+
+  baton::BufferCreateInfo gate;
+  gate.size = 4;
+  gate.memory = baton::MemoryKind::HostPinned;
+  BATON_OK(env.device.createBuffer(gate, &env.gateBuffer));
+  void* host = nullptr;
+  BATON_OK(env.gateBuffer.map(&host));
+  env.gateFlag = static_cast<uint32_t*>(host);
+  BATON_OK(env.gateBuffer.getDeviceAddress(&env.gateAddress));
+  closeGate();
+}
+
+// ---- 1. submit cost -------------------------------------------------------------------------
+
+void benchSubmit() {
+  const int kBatch = 64, kReps = iters(100);
+  SpinArg hold{1'000'000};  // 1 ms: longer than a batch takes to submit
+  baton::Semaphore s = semaphore("submit-s"), t = semaphore("submit-t");
+  baton::CommandBuffer busy = commands({{spinNative, &hold}});
+  uint64_t sv = 0, tv = 0;
+  std::vector<CUevent> rawEvents(kBatch);
+  std::vector<CUevent> rawBlocking(kBatch);
+  for (auto& e : rawEvents) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  for (auto& e : rawBlocking)
+    CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC));
+  CUevent busyEvent;
+  CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
+  std::vector<double> ours, raw, rawBlock;
+  int late = 0;
+  for (int rep = 0; rep < kReps; ++rep) {
+    // baton: queue 0 holds a recorded, incomplete signal; queue 1 submits kBatch times.
+    BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
+    auto t0 = Clock::now();
+    for (int i = 0; i < kBatch; ++i) BATON_OK(submit(env.q[1], {{s, sv}}, {}, {{t, ++tv}}));
+    ours.push_back(nsSince(t0) / kBatch);
+    uint64_t reached = 0;
+    BATON_OK(s.getValue(&reached));
+    late += reached >= sv;  // the kernel ended before the batch did: the waits were not pending
+    BATON_OK(env.device.waitIdle());
+
+    for (std::vector<CUevent>* events : {&rawEvents, &rawBlocking}) {
+      CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+      CU_OK(cu->cuEventRecord(busyEvent, env.raw[0]));
+      t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) {
+        CU_OK(cu->cuStreamWaitEvent(env.raw[1], busyEvent, 0));
+        CU_OK(cu->cuEventRecord((*events)[i], env.raw[1]));
+      }
+      (events == &rawEvents ? raw : rawBlock).push_back(nsSince(t0) / kBatch);
+      CU_OK(cu->cuStreamSynchronize(env.raw[1]));
+    }
+  }
+  char note[96];
+  std::snprintf(note, sizeof note, "(batches of %d; %d/%d batches outlived the 1 ms kernel)", kBatch,
+                late, kReps);
+  row("submit (1 wait + 1 signal)", median(ours) / 1e3, median(raw) / 1e3, "us", note);
+  row("  raw with blocking-sync events", median(rawBlock) / 1e3, median(raw) / 1e3, "us",
+      "(raw vs raw: cost of CU_EVENT_BLOCKING_SYNC)");
+  for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
+  for (auto e : rawBlocking) CU_OK(cu->cuEventDestroy(e));
+  CU_OK(cu->cuEventDestroy(busyEvent));
+}
+
+// ---- 2. cross-queue ping-pong -----------------------------------------------------------------
+
+void benchPingPong() {
+  const int kRounds = 100, kReps = iters(20);
+  SpinArg hold{2'000'000};  // 2 ms: longer than submitting the rounds takes
+  baton::Semaphore s = semaphore("ping"), t = semaphore("pong");
+  TimingEvent start, end;
+  start.event = timingEvent();
+  end.event = timingEvent();
+  baton::CommandBuffer first = commands({{spinNative, &hold}, {recordNative, &start}});
+  baton::CommandBuffer last = commands({{recordNative, &end}});
+  std::vector<CUevent> ea(kRounds), eb(kRounds);
+  for (auto& e : ea) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  for (auto& e : eb) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  uint64_t sv = 0, tv = 0;
+  std::vector<double> ours, raw;
+  for (int rep = 0; rep < kReps; ++rep) {
+    BATON_OK(submit(env.q[0], {}, {first}, {}));
+    for (int i = 0; i < kRounds; ++i) {
+      BATON_OK(submit(env.q[0], {{t, tv}}, {}, {{s, ++sv}}));
+      if (i + 1 < kRounds)
+        BATON_OK(submit(env.q[1], {{s, sv}}, {}, {{t, ++tv}}));
+      else
+        BATON_OK(submit(env.q[1], {{s, sv}}, {last}, {{t, ++tv}}));
+    }
+    BATON_OK(t.wait(tv, UINT64_MAX));
+    ours.push_back(elapsedUs(start.event, end.event) / kRounds);
+
+    CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+    CU_OK(cu->cuEventRecord(start.event, env.raw[0]));
+    for (int i = 0; i < kRounds; ++i) {
+      if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], eb[i - 1], 0));
+      CU_OK(cu->cuEventRecord(ea[i], env.raw[0]));
+      CU_OK(cu->cuStreamWaitEvent(env.raw[1], ea[i], 0));
+      CU_OK(cu->cuEventRecord(eb[i], env.raw[1]));
+    }
+    CU_OK(cu->cuEventRecord(end.event, env.raw[1]));
+    CU_OK(cu->cuEventSynchronize(end.event));
+    raw.push_back(elapsedUs(start.event, end.event) / kRounds);
+  }
+  row("ping-pong, per round trip (GPU)", median(ours), median(raw), "us");
+  for (auto e : ea) CU_OK(cu->cuEventDestroy(e));
+  for (auto e : eb) CU_OK(cu->cuEventDestroy(e));
+}
+
+// ---- 3. wait-before-signal edge -------------------------------------------------------------
+
+void benchWaitBeforeSignal() {
+  const int kReps = iters(100);
+  SpinArg hold{200'000};  // 200 us: the producer's work is still running when both are submitted
+  baton::Semaphore s = semaphore("wbs");
+  TimingEvent t0, t1;
+  t0.event = timingEvent();
+  t1.event = timingEvent();
+  baton::CommandBuffer producer = commands({{spinNative, &hold}, {recordNative, &t0}});
+  baton::CommandBuffer consumer = commands({{recordNative, &t1}});
+  CUevent edge;
+  CU_OK(cu->cuEventCreate(&edge, CU_EVENT_DISABLE_TIMING));
+  uint64_t v = 0;
+  int issuedBeforeGate = 0;
+  std::vector<double> ours, raw;
+  for (int rep = 0; rep < kReps; ++rep) {
+    ++v;
+    int before = t1.issued.load();
+    BATON_OK(submit(env.q[1], {{s, v}}, {consumer}, {}));  // held: nothing signals v yet
+    BATON_OK(submit(env.q[0], {}, {producer}, {{s, v}}));  // records v: releases the consumer
+    // The consumer's native callback runs at issue. It ran before submit() returned, while the
+    // producer's 200 us kernel was still running (s not reached): released on record, with no
+    // host round trip.
+    uint64_t reached = 0;
+    BATON_OK(s.getValue(&reached));
+    if (t1.issued.load() == before + 1 && reached < v) ++issuedBeforeGate;
+    BATON_OK(env.device.waitIdle());
+    ours.push_back(elapsedUs(t0.event, t1.event));
+
+    CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+    CU_OK(cu->cuEventRecord(t0.event, env.raw[0]));
+    CU_OK(cu->cuEventRecord(edge, env.raw[0]));
+    CU_OK(cu->cuStreamWaitEvent(env.raw[1], edge, 0));
+    CU_OK(cu->cuEventRecord(t1.event, env.raw[1]));
+    CU_OK(cu->cuEventSynchronize(t1.event));
+    raw.push_back(elapsedUs(t0.event, t1.event));
+  }
+  char note[128];
+  std::snprintf(note, sizeof note, "consumer issued before producer finished: %d/%d",
+                issuedBeforeGate, kReps);
+  row("wait-before-signal edge (GPU)", median(ours), median(raw), "us", note);
+  CU_OK(cu->cuEventDestroy(edge));
+}
+
+// ---- 4. host wake ---------------------------------------------------------------------------
+
+void benchHostWake() {
+  const int kReps = iters(300);
+  baton::Semaphore s = semaphore("wake");
+  baton::CommandBuffer gate = commands({{gateNative, nullptr}});
+  CUevent e;
+  CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  uint64_t v = 0;
+  std::vector<double> ours, raw;
+  for (int rep = 0; rep < kReps; ++rep) {
+    closeGate();
+    BATON_OK(submit(env.q[0], {}, {gate}, {{s, ++v}}));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));  // gate kernel running
+    auto t0 = Clock::now();
+    openGate();
+    BATON_OK(s.wait(v, UINT64_MAX));
+    ours.push_back(nsSince(t0));
+
+    closeGate();
+    CU_OK(launch(env.waitFlag, env.raw[0], &env.gateAddress));
+    CU_OK(cu->cuEventRecord(e, env.raw[0]));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    t0 = Clock::now();
+    openGate();
+    CU_OK(cu->cuEventSynchronize(e));
+    raw.push_back(nsSince(t0));
+  }
+  double o = median(ours), r = median(raw);
+  char note[96];
+  std::snprintf(note, sizeof note, "(includes the gate's exit; difference %.2f us)",
+                (o - r) / 1e3);
+  row("host wake after GPU completion", o / 1e3, r / 1e3, "us", note);
+  CU_OK(cu->cuEventDestroy(e));
+}
+
+// ---- 5. naive loop ----------------------------------------------------------------------------
+
+void benchNaive() {
+  const int kIters = iters(2000);
+  baton::Semaphore s = semaphore("naive");
+  baton::CommandBuffer kernel = commands({{emptyNative, nullptr}});
+  uint64_t v = 0;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kIters; ++i) {
+    BATON_OK(submit(env.q[0], {}, {kernel}, {{s, ++v}}));
+    BATON_OK(s.wait(v, UINT64_MAX));
+  }
+  double ours = nsSince(t0) / kIters;
+  t0 = Clock::now();
+  for (int i = 0; i < kIters; ++i) {
+    CU_OK(launch(env.empty, env.raw[0], nullptr));
+    CU_OK(cu->cuStreamSynchronize(env.raw[0]));
+  }
+  double raw = nsSince(t0) / kIters;
+  row("naive: submit kernel + wait, each", ours / 1e3, raw / 1e3, "us",
+      "(raw: launch + cuStreamSynchronize)");
+}
+
+// ---- 6. CPU burned while waiting ----------------------------------------------------------------
+
+double cpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec / 1e6;
+}
+
+void benchCpuWhileWaiting() {
+  SpinArg spin{100'000'000};  // 100 ms of GPU time
+  baton::Semaphore s = semaphore("long");
+  baton::CommandBuffer work = commands({{spinNative, &spin}});
+  double c0 = cpuSeconds();
+  auto t0 = Clock::now();
+  BATON_OK(submit(env.q[0], {}, {work}, {{s, 1}}));
+  BATON_OK(s.wait(1, UINT64_MAX));
+  double oursCpu = cpuSeconds() - c0, oursWall = nsSince(t0) / 1e6;
+  CUevent e;
+  CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  c0 = cpuSeconds();
+  t0 = Clock::now();
+  CU_OK(launch(env.spinNs, env.raw[0], &spin.ns));
+  CU_OK(cu->cuEventRecord(e, env.raw[0]));
+  CU_OK(cu->cuEventSynchronize(e));
+  double rawCpu = cpuSeconds() - c0, rawWall = nsSince(t0) / 1e6;
+  char note[96];
+  std::snprintf(note, sizeof note, "(wall %.1f ms vs %.1f ms; whole process)", oursWall, rawWall);
+  row("CPU while waiting 100 ms GPU work", oursCpu * 1e3, rawCpu * 1e3, "ms", note);
+  CU_OK(cu->cuEventDestroy(e));
+}
+
+// ---- 7. steady state ----------------------------------------------------------------------------
+
+long rssKiB() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+void benchSteadyState() {
+  const int kTotal = 1'000'000 / scale(), kEvery = std::max(kTotal / 10, 1);
+  baton::Semaphore a = semaphore("steady-a"), b = semaphore("steady-b");
+  std::printf("\nsteady state: %d submissions, alternating 2 queues, each waiting on the other\n",
+              kTotal);
+  std::printf("%10s %10s %10s %10s %12s %10s %12s\n", "submitted", "events", "in use",
+              "timepoints", "in flight", "RSS KiB", "us/submit");
+  auto t0 = Clock::now();
+  for (int i = 1; i <= kTotal; ++i) {
+    uint64_t v = static_cast<uint64_t>(i);
+    if (i % 2)
+      BATON_OK(submit(env.q[0], {{b, v - 1}}, {}, {{a, v}}));
+    else
+      BATON_OK(submit(env.q[1], {{a, v - 1}}, {}, {{b, v}}));
+    if (i % kEvery == 0) {
+      baton::stream::Stats st = baton::stream::stats();
+      std::printf("%10d %10llu %10llu %10llu %12llu %10ld %12.3f\n", i,
+                  static_cast<unsigned long long>(st.eventsCreated),
+                  static_cast<unsigned long long>(st.eventsInUse),
+                  static_cast<unsigned long long>(st.timepointsLive),
+                  static_cast<unsigned long long>(st.recordsInFlight), rssKiB(),
+                  nsSince(t0) / 1e3 / i);
+    }
+  }
+  BATON_OK(env.device.waitIdle());
+  baton::stream::Stats st = baton::stream::stats();
+  std::printf("%10s %10llu %10llu %10llu %12llu %10ld   (after waitIdle)\n", "idle",
+              static_cast<unsigned long long>(st.eventsCreated),
+              static_cast<unsigned long long>(st.eventsInUse),
+              static_cast<unsigned long long>(st.timepointsLive),
+              static_cast<unsigned long long>(st.recordsInFlight), rssKiB());
+}
+
+}  // namespace
+
+int main() {
+  setvbuf(stdout, nullptr, _IONBF, 0);
+  setup();
+  std::printf("BATON_CUDA_BLOCKING_SYNC_EVENTS=%s\n\n",
+              std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS") ? std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS") : "0");
+  std::printf("%-34s %12s %12s %9s  %s\n", "figure", "baton", "raw CUDA", "ratio", "unit");
+  struct {
+    const char* name;
+    void (*run)();
+  } benches[] = {{"submit", benchSubmit},       {"ping-pong", benchPingPong},
+                 {"wbs", benchWaitBeforeSignal}, {"wake", benchHostWake},
+                 {"naive", benchNaive},          {"cpu", benchCpuWhileWaiting},
+                 {"steady", benchSteadyState}};
+  for (auto& b : benches) {
+    std::fprintf(stderr, "[%s]\n", b.name);  // progress, so a hang shows where
+    b.run();
+  }
+  BATON_OK(env.device.waitIdle());
+  for (CUstream s : env.raw) CU_OK(cu->cuStreamDestroy(s));
+  (void)env.gateBuffer.destroy();
+  (void)env.device.destroy();
+  (void)env.instance.destroy();
+  CU_OK(cu->cuModuleUnload(env.module));
+  CU_OK(cu->cuDevicePrimaryCtxRelease(env.cuDevice));
+  return 0;
+}

@@ -1,0 +1,586 @@
+// Public entry points of baton/vulkan.hpp: validation, the choice between native and bridged
+// mode, semaphore and memory import, device matching.
+//
+// Native mode is designed in but no backend of this build implements it (nativeImportProvided
+// says so): a backend that declares kCapabilityExternalSemaphoreTimelineFd must also
+//   - import the fd (cuImportExternalSemaphore, CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_
+//     SEMAPHORE_FD; the driver owns the fd afterwards) and keep the CUexternalSemaphore with the
+//     semaphore (a SemaphoreMirror of its own, whose detach() destroys it once pending work that
+//     uses it is done);
+//   - in its queues, signal it in-stream with cuSignalExternalSemaphoresAsync(params.fence.value)
+//     next to its event record, and wait for values that no baton timepoint covers with
+//     cuWaitExternalSemaphoresAsync instead of holding the submission (the scheduler asks the
+//     queue through QueueImpl::canWait today; it needs a "can wait externally" answer);
+//   - keep host waits off vkWaitSemaphores (10 ms on the NVIDIA driver, DESIGN §6): values its
+//     own queues signal are already tracked by events; values Vulkan signals still need this
+//     file's bridge thread to be observed on the host.
+// and, for kCapabilityExternalMemoryOpaqueFd, cuImportExternalMemory +
+// cuExternalMemoryGetMappedBuffer into an Allocation whose release destroys the import.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "api_entry.hpp"
+#include "baton/vulkan.hpp"
+#include "bridge.hpp"
+#include "vulkan_functions.hpp"
+
+namespace baton {
+
+using interop::VulkanFunctions;
+using interop::VulkanMirror;
+
+namespace {
+
+void copyText(char* dst, size_t capacity, const std::string& text) {
+  size_t n = std::min(capacity - 1, text.size());
+  std::memcpy(dst, text.data(), n);
+  dst[n] = '\0';
+}
+
+// Ownership rule of every fd field: baton takes it only on success, so a bad one is reported
+// before anything else happens.
+Status checkFd(int fd, const char* field) {
+  if (fd == -1) return Status();
+  if (fd < -1)
+    return error(Result::ErrorInvalidArgument, "%s is %d: pass -1 or an open fd", field, fd);
+  if (fcntl(fd, F_GETFD) == -1)
+    return error(Result::ErrorInvalidArgument, "%s %d is not an open file descriptor (%s)", field,
+                 fd, std::strerror(errno));
+  return Status();
+}
+
+bool validRequest(InteropModeRequest r) {
+  return r == InteropModeRequest::Auto || r == InteropModeRequest::Native ||
+         r == InteropModeRequest::Bridged;
+}
+
+// Whether the backend of `device` implements native import in this build. None does yet: see
+// the top of this file for what the CUDA backend must provide.
+bool nativeImportProvided(const core::Device&) { return false; }
+
+enum class ImportKind { Semaphore, Memory };
+
+struct ModeChoice {
+  InteropMode mode = InteropMode::Bridged;
+  std::string reason;  // why this mode
+  bool uuidMismatch = false;
+  Status refusal;  // set when Native was requested and is impossible
+};
+
+// Collects every reason native import is impossible (all of them, so that one message tells the
+// whole story), then applies the request.
+ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanFunctions& fns,
+                      bool deviceChecked, core::Device* device, bool exportable) {
+  const bool semaphore = kind == ImportKind::Semaphore;
+  std::vector<std::string> why;
+  if (!device) {
+    why.push_back("no baton device was given to import into natively");
+  } else {
+    const PhysicalDeviceProperties& p = device->physical()->properties;
+    uint64_t bit =
+        semaphore ? kCapabilityExternalSemaphoreTimelineFd : kCapabilityExternalMemoryOpaqueFd;
+    if (!(p.capabilities & bit)) {
+      why.push_back(format("baton device %s (the %s backend) cannot import %s",
+                           device->label().c_str(), backendName(p.backend),
+                           semaphore ? "external timeline semaphores" : "external memory"));
+    } else if (!nativeImportProvided(*device)) {
+      why.push_back(format("native import is not implemented by the %s backend in this build",
+                           backendName(p.backend)));
+    }
+    if (std::memcmp(p.uuid, fns.deviceUuid, VK_UUID_SIZE) != 0) {
+      if (p.backend != BackendKind::Host) {
+        why.push_back(format("baton device %s (UUID %s) is not the Vulkan device %s (UUID %s)",
+                             device->label().c_str(), interop::uuidText(p.uuid).c_str(),
+                             fns.label.c_str(), interop::uuidText(fns.deviceUuid).c_str()));
+        // Only a GPU can be the wrong GPU; the host backend is never the Vulkan device.
+      }
+    }
+  }
+  const char* ext = semaphore ? VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME
+                              : VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME;
+  bool offered = semaphore ? fns.hasExternalSemaphoreFd : fns.hasExternalMemoryFd;
+  bool enabled = semaphore ? fns.getSemaphoreFd != nullptr : fns.getMemoryFd != nullptr;
+  if (!offered) {
+    why.push_back(format("%s is not supported by the Vulkan device %s", ext, fns.label.c_str()));
+  } else if (deviceChecked && !enabled) {
+    why.push_back(format("%s is not enabled on the VkDevice", ext));
+  }
+  if (semaphore && offered && !exportable)
+    why.push_back(
+        "the semaphore was not created exportable as OPAQUE_FD "
+        "(VkExportSemaphoreCreateInfo) and no fd was given");
+
+  ModeChoice choice;
+  for (const std::string& w : why)
+    if (w.find("UUID") != std::string::npos) choice.uuidMismatch = true;
+  std::string list;
+  for (size_t i = 0; i < why.size(); ++i) list += (i ? "; " : "") + why[i];
+
+  if (request == InteropModeRequest::Bridged) {
+    choice.reason = "bridged mode was requested (InteropModeRequest::Bridged)";
+    return choice;
+  }
+  if (why.empty()) {
+    choice.mode = InteropMode::Native;
+    choice.reason = "the baton device imports the Vulkan handle natively";
+    return choice;
+  }
+  if (request == InteropModeRequest::Native) {
+    choice.refusal =
+        Status(choice.uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
+               "native import is impossible: " + list);
+    return choice;
+  }
+  choice.reason = "bridged, because native import is impossible: " + list;
+  return choice;
+}
+
+// Looks up an optional baton device and checks it belongs to `instance` (when known).
+Status findOptionalDevice(Device handle, const core::Instance* instance, Ref<core::Device>* out) {
+  if (!handle) return Status();
+  Status st;
+  *out = find<core::Device>(handle.raw(), ObjectType::Device, "device", &st);
+  if (!*out) return st;
+  if (instance && (*out)->instance() != instance)
+    return error(Result::ErrorDeviceMismatch, "device %s belongs to another instance",
+                 (*out)->label().c_str());
+  return Status();
+}
+
+Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImportInfo& info,
+                       Semaphore* out) {
+  if (!info.semaphore)
+    return error(Result::ErrorInvalidArgument, "VulkanSemaphoreImportInfo::semaphore is null");
+  if (info.semaphoreType == VK_SEMAPHORE_TYPE_MAX_ENUM)
+    return error(Result::ErrorInvalidArgument,
+                 "VulkanSemaphoreImportInfo::semaphoreType is not stated: Vulkan cannot be asked "
+                 "a semaphore's type, so state the VkSemaphoreTypeCreateInfo::semaphoreType it was "
+                 "created with");
+  if (info.semaphoreType != VK_SEMAPHORE_TYPE_TIMELINE)
+    return error(Result::ErrorNotSupported,
+                 "only timeline semaphores can be imported (semaphoreType is %d, not "
+                 "VK_SEMAPHORE_TYPE_TIMELINE): a binary semaphore cannot carry baton's timeline",
+                 static_cast<int>(info.semaphoreType));
+  if (!validRequest(info.mode))
+    return error(Result::ErrorInvalidArgument, "unknown InteropModeRequest %u",
+                 static_cast<unsigned>(info.mode));
+  if (info.failurePolicy != VulkanFailurePolicy::Hold &&
+      info.failurePolicy != VulkanFailurePolicy::Release)
+    return error(Result::ErrorInvalidArgument, "unknown VulkanFailurePolicy %u",
+                 static_cast<unsigned>(info.failurePolicy));
+  BATON_TRY(checkFd(info.fd, "VulkanSemaphoreImportInfo::fd"));
+  Ref<core::Device> device;
+  BATON_TRY(findOptionalDevice(info.device, inst.get(), &device));
+
+  VulkanFunctions fns;
+  BATON_TRY(interop::loadInstance(info.vulkan, &fns));
+  BATON_TRY(interop::loadDevice(info.vulkan, &fns));
+  if (!fns.timelineSemaphores)
+    return error(Result::ErrorNotSupported, "the Vulkan device %s has no timeline semaphores",
+                 fns.label.c_str());
+
+  bool exportable =
+      info.fd >= 0 || (info.exportHandleTypes & VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT);
+  ModeChoice choice =
+      chooseMode(ImportKind::Semaphore, info.mode, fns, true, device.get(), exportable);
+  if (!choice.refusal.ok()) return choice.refusal;
+  if (choice.mode == InteropMode::Native) {
+    // Unreachable until a backend provides native import (nativeImportProvided).
+    return error(Result::ErrorNotSupported, "native semaphore import is not implemented");
+  }
+
+  uint64_t initial = 0;
+  VkResult r = fns.getSemaphoreCounterValue(info.vulkan.device, info.semaphore, &initial);
+  if (r != VK_SUCCESS)
+    return interop::vkFailure("vkGetSemaphoreCounterValue (reading the value to import)", r);
+
+  std::string name =
+      info.debugName && info.debugName[0]
+          ? info.debugName
+          : format("vulkan-timeline-0x%llx",
+                   static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(info.semaphore)));
+  Ref<core::Semaphore> s = makeRef<core::Semaphore>(inst, initial, name);
+  Ref<VulkanMirror> mirror =
+      makeRef<VulkanMirror>(fns, info.vulkan.device, info.semaphore, info.failurePolicy,
+                            choice.mode, choice.reason, initial);
+  s->setMirror(mirror);
+  BATON_TRY(mirror->attach(s.get()));
+  uint64_t h = HandleTable::get().insert(s, ObjectType::Semaphore);
+  if (!h) {
+    mirror->detach();
+    return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+  }
+  s->setHandle(h);
+  inst->children.add(h, ObjectType::Semaphore);
+  if (info.fd >= 0) close(info.fd);  // bridged mode has no use for it; ours after success
+  core::message(inst.get(), choice.uuidMismatch ? MessageSeverity::Warning : MessageSeverity::Info,
+                "semaphore '" + name + "' imported from Vulkan device " + fns.label + " in " +
+                    interopModeName(choice.mode) + " mode: " + choice.reason);
+  *out = Semaphore(h);
+  return Status();
+}
+
+// Vulkan memory that a baton Buffer uses: released with the buffer's last reference.
+class ImportedMemory final : public Object {
+ public:
+  ImportedMemory(const VulkanFunctions& fns, VkDevice device, VkDeviceMemory memory, bool mapped,
+                 InteropMode mode, std::string reason)
+      : fns(fns),
+        device(device),
+        memory(memory),
+        mappedByBaton(mapped),
+        mode(mode),
+        reason(std::move(reason)) {}
+  ~ImportedMemory() override {
+    if (mappedByBaton) fns.unmapMemory(device, memory);
+  }
+  const VulkanFunctions fns;
+  const VkDevice device;
+  const VkDeviceMemory memory;
+  const bool mappedByBaton;
+  const InteropMode mode;
+  const std::string reason;
+};
+
+VkExternalSemaphoreHandleTypeFlags batonSemaphoreTypes(const core::Device* d) {
+  return d && (d->physical()->properties.capabilities & kCapabilityExternalSemaphoreTimelineFd) &&
+                 nativeImportProvided(*d)
+             ? VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT
+             : 0;
+}
+
+VkExternalMemoryHandleTypeFlags batonMemoryTypes(const core::Device* d) {
+  return d && (d->physical()->properties.capabilities & kCapabilityExternalMemoryOpaqueFd) &&
+                 nativeImportProvided(*d)
+             ? VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
+             : 0;
+}
+
+}  // namespace
+
+const char* interopModeName(InteropMode mode) noexcept {
+  switch (mode) {
+    case InteropMode::Native: return "native";
+    case InteropMode::Bridged: return "bridged";
+  }
+  return "unknown";
+}
+
+Result importVulkanSemaphore(Instance instance, const VulkanSemaphoreImportInfo& info,
+                             Semaphore* semaphore) noexcept {
+  return entry("importVulkanSemaphore", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Instance> inst =
+        find<core::Instance>(instance.raw(), ObjectType::Instance, "instance", &st);
+    if (!inst) return st;
+    owner = inst.get();
+    BATON_NULL_CHECK(semaphore, "semaphore output pointer");
+    *semaphore = Semaphore();
+    return importSemaphore(inst, info, semaphore);
+  });
+}
+
+Result createVulkanTimeline(Instance instance, const VulkanTimelineCreateInfo& info,
+                            VulkanTimeline* timeline) noexcept {
+  return entry("createVulkanTimeline", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Instance> inst =
+        find<core::Instance>(instance.raw(), ObjectType::Instance, "instance", &st);
+    if (!inst) return st;
+    owner = inst.get();
+    BATON_NULL_CHECK(timeline, "timeline output pointer");
+    *timeline = VulkanTimeline();
+    VulkanFunctions fns;
+    BATON_TRY(interop::loadInstance(info.vulkan, &fns));
+    BATON_TRY(interop::loadDevice(info.vulkan, &fns));
+    if (!fns.timelineSemaphores)
+      return error(Result::ErrorNotSupported, "the Vulkan device %s has no timeline semaphores",
+                   fns.label.c_str());
+
+    // Exportable as OPAQUE_FD only where Vulkan can export timelines that way (and the
+    // extension is enabled), so that creation never fails for a capability native mode might
+    // not even use.
+    VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO, nullptr,
+                                   VK_SEMAPHORE_TYPE_TIMELINE, info.initialValue};
+    VkPhysicalDeviceExternalSemaphoreInfo query{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO, &type,
+        VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT};
+    auto props = interop::vkStruct<VkExternalSemaphoreProperties>(
+        VK_STRUCTURE_TYPE_EXTERNAL_SEMAPHORE_PROPERTIES);
+    fns.getPhysicalDeviceExternalSemaphoreProperties(info.vulkan.physicalDevice, &query, &props);
+    bool exportable = fns.getSemaphoreFd && (props.externalSemaphoreFeatures &
+                                             VK_EXTERNAL_SEMAPHORE_FEATURE_EXPORTABLE_BIT);
+    VkExportSemaphoreCreateInfo exportInfo{VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO, nullptr,
+                                           VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT};
+    if (exportable) type.pNext = &exportInfo;
+    VkSemaphoreCreateInfo create{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type, 0};
+    VkSemaphore vk = VK_NULL_HANDLE;
+    VkResult r = fns.createSemaphore(info.vulkan.device, &create, nullptr, &vk);
+    if (r != VK_SUCCESS) return interop::vkFailure("vkCreateSemaphore (timeline)", r);
+
+    VulkanSemaphoreImportInfo import;
+    import.vulkan = info.vulkan;
+    import.semaphore = vk;
+    import.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    import.exportHandleTypes = exportable ? VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT : 0;
+    import.device = info.device;
+    import.mode = info.mode;
+    import.failurePolicy = info.failurePolicy;
+    import.debugName = info.debugName;
+    Semaphore s;
+    Status imported = importSemaphore(inst, import, &s);
+    if (!imported.ok()) {
+      fns.destroySemaphore(info.vulkan.device, vk, nullptr);
+      return imported;
+    }
+    timeline->vulkan = vk;
+    timeline->baton = s;
+    timeline->mode = InteropMode::Bridged;  // the only mode importSemaphore returns today
+    return Status();
+  });
+}
+
+Result destroyVulkanTimeline(const VulkanDevice& vulkan, const VulkanTimeline& timeline) noexcept {
+  Result batonResult = Result::Success;
+  if (timeline.baton) batonResult = timeline.baton.destroy();
+  Result vulkanResult = entry("destroyVulkanTimeline", [&](const core::Instance*&) -> Status {
+    if (!timeline.vulkan) return Status();
+    VulkanFunctions fns;
+    BATON_TRY(interop::loadInstance(vulkan, &fns));
+    BATON_TRY(interop::loadDevice(vulkan, &fns));
+    fns.destroySemaphore(vulkan.device, timeline.vulkan, nullptr);
+    return Status();
+  });
+  return isError(vulkanResult) ? vulkanResult : batonResult;
+}
+
+Result getVulkanSemaphoreInterop(Semaphore semaphore, VulkanInteropInfo* info) noexcept {
+  return entry("getVulkanSemaphoreInterop", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s =
+        find<core::Semaphore>(semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
+    if (!s) return st;
+    owner = s->instance();
+    BATON_NULL_CHECK(info, "info output pointer");
+    *info = VulkanInteropInfo();
+    auto* m = dynamic_cast<VulkanMirror*>(s->mirror());
+    if (!m)
+      return error(Result::ErrorInvalidArgument, "semaphore '%s' was not imported from Vulkan",
+                   s->name().c_str());
+    info->mode = m->mode();
+    info->device = m->device();
+    info->semaphore = m->vulkanSemaphore();
+    info->failurePolicy = m->policy();
+    copyText(info->reason, sizeof info->reason, m->reason());
+    return Status();
+  });
+}
+
+Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
+                          Buffer* buffer) noexcept {
+  return entry("importVulkanMemory", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = find<core::Device>(device.raw(), ObjectType::Device, "device", &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(buffer, "buffer output pointer");
+    *buffer = Buffer();
+    if (!info.memory)
+      return error(Result::ErrorInvalidArgument, "VulkanMemoryImportInfo::memory is null");
+    if (info.size == 0)
+      return error(Result::ErrorInvalidArgument, "VulkanMemoryImportInfo::size is 0");
+    if (info.offset > info.allocationSize || info.size > info.allocationSize - info.offset)
+      return error(Result::ErrorInvalidArgument,
+                   "range [%llu, +%llu) lies outside the allocation of %llu bytes",
+                   static_cast<unsigned long long>(info.offset),
+                   static_cast<unsigned long long>(info.size),
+                   static_cast<unsigned long long>(info.allocationSize));
+    if (!validRequest(info.mode))
+      return error(Result::ErrorInvalidArgument, "unknown InteropModeRequest %u",
+                   static_cast<unsigned>(info.mode));
+    BATON_TRY(checkFd(info.fd, "VulkanMemoryImportInfo::fd"));
+    VulkanFunctions fns;
+    BATON_TRY(interop::loadInstance(info.vulkan, &fns));
+    BATON_TRY(interop::loadDevice(info.vulkan, &fns));
+    VkPhysicalDeviceMemoryProperties memProps;
+    fns.getPhysicalDeviceMemoryProperties(info.vulkan.physicalDevice, &memProps);
+    if (info.memoryTypeIndex >= memProps.memoryTypeCount)
+      return error(Result::ErrorInvalidArgument,
+                   "memoryTypeIndex %u is not a memory type of %s (it has %u): state the "
+                   "VkMemoryAllocateInfo::memoryTypeIndex the memory was allocated with",
+                   info.memoryTypeIndex, fns.label.c_str(), memProps.memoryTypeCount);
+
+    ModeChoice choice = chooseMode(ImportKind::Memory, info.mode, fns, true, dev.get(), true);
+    if (!choice.refusal.ok()) return choice.refusal;
+    if (choice.mode == InteropMode::Native)
+      return error(Result::ErrorNotSupported, "native memory import is not implemented");
+
+    const VkMemoryPropertyFlags needed =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    VkMemoryPropertyFlags flags = memProps.memoryTypes[info.memoryTypeIndex].propertyFlags;
+    if ((flags & needed) != needed)
+      return error(Result::ErrorNotSupported,
+                   "bridged memory import shares memory by mapping, so it needs a HOST_VISIBLE | "
+                   "HOST_COHERENT memory type; type %u of %s has flags 0x%x (%s)",
+                   info.memoryTypeIndex, fns.label.c_str(), flags, choice.reason.c_str());
+    if (dev->backend() != BackendKind::Host)
+      return error(Result::ErrorNotSupported,
+                   "bridged memory import into %s needs its backend to register the host mapping "
+                   "(cuMemHostRegister), which this build does not do (%s)",
+                   dev->label().c_str(), choice.reason.c_str());
+
+    void* host = info.hostPointer;
+    bool mapped = false;
+    if (!host) {
+      VkResult r = fns.mapMemory(info.vulkan.device, info.memory, info.offset, info.size, 0, &host);
+      if (r != VK_SUCCESS)
+        return interop::vkFailure(
+            "vkMapMemory (is the memory already mapped? Vulkan allows one "
+            "mapping per allocation: pass it as hostPointer)",
+            r);
+      mapped = true;
+    }
+    Ref<ImportedMemory> memory = makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory,
+                                                         mapped, choice.mode, choice.reason);
+    BufferCreateInfo bci;
+    bci.size = info.size;
+    bci.memory = MemoryKind::HostPinned;
+    Ref<core::Buffer> b = makeRef<core::Buffer>(dev, bci);
+    b->allocation.host = host;
+    b->allocation.deviceAddress = reinterpret_cast<uintptr_t>(host);
+    b->allocation.size = info.size;
+    b->imported = memory;
+    b->backed.store(true, std::memory_order_release);
+    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
+    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    b->handle = h;
+    dev->children.add(h, ObjectType::Buffer);
+    if (info.fd >= 0) close(info.fd);
+    core::message(
+        dev->instance(), choice.uuidMismatch ? MessageSeverity::Warning : MessageSeverity::Info,
+        format("%llu bytes of Vulkan memory of %s imported into %s in %s mode: %s",
+               static_cast<unsigned long long>(info.size), fns.label.c_str(), dev->label().c_str(),
+               interopModeName(choice.mode), choice.reason.c_str()));
+    *buffer = Buffer(h);
+    return Status();
+  });
+}
+
+Result getVulkanMemoryInterop(Buffer buffer, VulkanInteropInfo* info) noexcept {
+  return entry("getVulkanMemoryInterop", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Buffer> b = find<core::Buffer>(buffer.raw(), ObjectType::Buffer, "buffer", &st);
+    if (!b) return st;
+    owner = b->device->instance();
+    BATON_NULL_CHECK(info, "info output pointer");
+    *info = VulkanInteropInfo();
+    auto* m = dynamic_cast<ImportedMemory*>(b->imported.get());
+    if (!m) return error(Result::ErrorInvalidArgument, "buffer was not imported from Vulkan");
+    info->mode = m->mode;
+    info->device = m->device;
+    info->memory = m->memory;
+    copyText(info->reason, sizeof info->reason, m->reason);
+    return Status();
+  });
+}
+
+Result matchVulkanPhysicalDevice(Instance instance, const VulkanDevice& vulkan,
+                                 PhysicalDevice* physicalDevice) noexcept {
+  return entry("matchVulkanPhysicalDevice", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Instance> inst =
+        find<core::Instance>(instance.raw(), ObjectType::Instance, "instance", &st);
+    if (!inst) return st;
+    owner = inst.get();
+    BATON_NULL_CHECK(physicalDevice, "physical device output pointer");
+    *physicalDevice = PhysicalDevice();
+    VulkanFunctions fns;
+    BATON_TRY(interop::loadInstance(vulkan, &fns));
+    for (uint64_t h : inst->physicalDevices) {
+      Ref<core::PhysicalDevice> pd =
+          find<core::PhysicalDevice>(h, ObjectType::PhysicalDevice, "physical device", &st);
+      if (pd && std::memcmp(pd->properties.uuid, fns.deviceUuid, VK_UUID_SIZE) == 0) {
+        *physicalDevice = PhysicalDevice(h);
+        return Status();
+      }
+    }
+    return error(Result::ErrorNotSupported,
+                 "no baton physical device has the UUID %s of the Vulkan device %s (the host "
+                 "backend never matches a Vulkan device: import with it in bridged mode)",
+                 interop::uuidText(fns.deviceUuid).c_str(), fns.label.c_str());
+  });
+}
+
+Result queryVulkanInterop(const VulkanDevice& vulkan, Device device,
+                          VulkanInteropSupport* support) noexcept {
+  return entry("queryVulkanInterop", [&](const core::Instance*& owner) -> Status {
+    Ref<core::Device> dev;
+    BATON_TRY(findOptionalDevice(device, nullptr, &dev));
+    if (dev) owner = dev->instance();
+    BATON_NULL_CHECK(support, "support output pointer");
+    *support = VulkanInteropSupport();
+    VulkanFunctions fns;
+    BATON_TRY(interop::loadInstance(vulkan, &fns));
+    bool deviceChecked = false;
+    if (vulkan.device) {
+      BATON_TRY(interop::loadDevice(vulkan, &fns));
+      deviceChecked = true;
+    }
+    support->timelineSemaphores = fns.timelineSemaphores;
+    support->vulkanExternalSemaphoreFd = fns.hasExternalSemaphoreFd;
+    support->vulkanExternalMemoryFd = fns.hasExternalMemoryFd;
+
+    for (VkExternalSemaphoreHandleTypeFlagBits t :
+         {VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT,
+          VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_SYNC_FD_BIT}) {
+      VkSemaphoreTypeCreateInfo type{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO, nullptr,
+                                     VK_SEMAPHORE_TYPE_TIMELINE, 0};
+      VkPhysicalDeviceExternalSemaphoreInfo query{
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_SEMAPHORE_INFO, &type, t};
+      auto props = interop::vkStruct<VkExternalSemaphoreProperties>(
+          VK_STRUCTURE_TYPE_EXTERNAL_SEMAPHORE_PROPERTIES);
+      fns.getPhysicalDeviceExternalSemaphoreProperties(vulkan.physicalDevice, &query, &props);
+      if (props.externalSemaphoreFeatures & VK_EXTERNAL_SEMAPHORE_FEATURE_EXPORTABLE_BIT)
+        support->vulkanSemaphoreExportTypes |= t;
+    }
+    for (VkExternalMemoryHandleTypeFlagBits t :
+         {VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT,
+          VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT,
+          VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT}) {
+      VkPhysicalDeviceExternalBufferInfo query{
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO, nullptr, 0,
+          VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+          t};
+      auto props = interop::vkStruct<VkExternalBufferProperties>(
+          VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES);
+      fns.getPhysicalDeviceExternalBufferProperties(vulkan.physicalDevice, &query, &props);
+      if (props.externalMemoryProperties.externalMemoryFeatures &
+          VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT)
+        support->vulkanMemoryExportTypes |= t;
+    }
+    support->batonSemaphoreImportTypes = batonSemaphoreTypes(dev.get());
+    support->batonMemoryImportTypes = batonMemoryTypes(dev.get());
+    support->uuidMatches =
+        dev && std::memcmp(dev->physical()->properties.uuid, fns.deviceUuid, VK_UUID_SIZE) == 0;
+
+    bool exportable =
+        support->vulkanSemaphoreExportTypes & VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+    ModeChoice sem = chooseMode(ImportKind::Semaphore, InteropModeRequest::Auto, fns, deviceChecked,
+                                dev.get(), exportable);
+    ModeChoice mem = chooseMode(ImportKind::Memory, InteropModeRequest::Auto, fns, deviceChecked,
+                                dev.get(), true);
+    support->semaphoreMode = sem.mode;
+    support->memoryMode = mem.mode;
+    copyText(support->semaphoreReason, sizeof support->semaphoreReason, sem.reason);
+    copyText(support->memoryReason, sizeof support->memoryReason, mem.reason);
+    return Status();
+  });
+}
+
+}  // namespace baton

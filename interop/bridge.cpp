@@ -1,0 +1,221 @@
+#include "bridge.hpp"
+
+#include <algorithm>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "objects.hpp"
+#include "report.hpp"
+
+namespace baton::interop {
+
+using core::error;
+using core::format;
+using core::Status;
+
+namespace {
+
+// The VkSemaphores imported now: two imports of one would both forward every value. Never
+// destroyed, so that an import leaked until exit cannot touch a destroyed set.
+std::mutex& importedMutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::set<std::pair<VkDevice, VkSemaphore>>& imported() {
+  static auto* s = new std::set<std::pair<VkDevice, VkSemaphore>>;
+  return *s;
+}
+
+}  // namespace
+
+VulkanMirror::VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
+                           VulkanFailurePolicy policy, InteropMode mode, std::string reason,
+                           uint64_t initialValue)
+    : fns_(fns),
+      device_(device),
+      vkSemaphore_(semaphore),
+      policy_(policy),
+      mode_(mode),
+      reason_(std::move(reason)),
+      forwarded_(initialValue),
+      observed_(initialValue) {}
+
+Status VulkanMirror::attach(core::Semaphore* semaphore) {
+  {
+    std::lock_guard<std::mutex> lock(importedMutex());
+    if (!imported().insert({device_, vkSemaphore_}).second)
+      return error(Result::ErrorInvalidState,
+                   "VkSemaphore 0x%llx is already imported into baton; destroy that import first "
+                   "(two imports would both forward every value)",
+                   static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(vkSemaphore_)));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    semaphore_ = semaphore;
+    attached_ = true;
+  }
+  try {
+    watcher_ = std::thread([this] { watch(); });
+  } catch (const std::system_error& e) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      attached_ = false;
+    }
+    std::lock_guard<std::mutex> lock(importedMutex());
+    imported().erase({device_, vkSemaphore_});
+    return error(Result::ErrorOutOfHostMemory, "could not start the watcher thread: %s", e.what());
+  }
+  return Status();
+}
+
+void VulkanMirror::detach() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!attached_ || detached_) return;
+    detached_ = true;  // from here on the core hooks return at once and the watcher ends
+  }
+  stoppedIdle_.notify_all();
+  watcher_.join();  // within kWatchTimeoutNs
+  std::lock_guard<std::mutex> lock(importedMutex());
+  imported().erase({device_, vkSemaphore_});
+}
+
+void VulkanMirror::watch() {
+  for (;;) {
+    uint64_t target = nextVulkanTarget();
+    if (!target) {
+      // Detached, or stopped (failed): nothing more to observe; sleep until detach.
+      std::unique_lock<std::mutex> lock(mutex_);
+      stoppedIdle_.wait(lock, [&] { return detached_; });
+      return;
+    }
+    auto wait = vkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &vkSemaphore_;
+    wait.pValues = &target;
+    VkResult r = fns_.waitSemaphores(device_, &wait, kWatchTimeoutNs);
+    if (r == VK_TIMEOUT) continue;
+    if (r != VK_SUCCESS) {
+      // VK_ERROR_DEVICE_LOST (or out of memory): Vulkan signals can no longer be observed; fail
+      // the baton side so that nothing waits for them forever.
+      lose("vkWaitSemaphores on its Vulkan semaphore returned " + vkResultName(r) +
+           "; Vulkan signals can no longer be observed");
+      continue;
+    }
+    uint64_t value = 0;
+    r = fns_.getSemaphoreCounterValue(device_, vkSemaphore_, &value);
+    if (r == VK_SUCCESS) {
+      observe(value);
+    } else {
+      lose("vkGetSemaphoreCounterValue on its Vulkan semaphore returned " + vkResultName(r));
+    }
+  }
+}
+
+uint64_t VulkanMirror::nextVulkanTarget() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (detached_ || stopped_) return 0;
+  // Values up to what either side already knows need no waiting; the next one does.
+  uint64_t known = std::max(forwarded_, observed_);
+  return known == UINT64_MAX ? 0 : known + 1;
+}
+
+void VulkanMirror::observe(uint64_t value) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (detached_ || value <= observed_) return;
+    // Recorded before reach(), so that onReached(value), which reach() calls, does not signal
+    // the value back to Vulkan.
+    observed_ = value;
+    if (stopped_) return;
+  }
+  // A failed semaphore stays failed: a value that Vulkan reaches afterwards is not passed on
+  // (the core would otherwise satisfy baton waits for it).
+  if (!semaphore_->failed()) semaphore_->reach(value);
+}
+
+void VulkanMirror::lose(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (detached_ || stopped_) return;
+    stopped_ = true;
+  }
+  semaphore_->fail(Result::ErrorSemaphoreFailed, why);
+}
+
+void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
+  std::string problem;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!attached_ || detached_ || stopped_) return;
+    if (value <= forwarded_ || value <= observed_) return;
+    // Vulkan forbids signalling a value that is not above the current one
+    // (VUID-VkSemaphoreSignalInfo-value-03258); Vulkan may have got there on its own.
+    uint64_t current = 0;
+    VkResult r = fns_.getSemaphoreCounterValue(device_, vkSemaphore_, &current);
+    if (r == VK_SUCCESS && current >= value) {
+      observed_ = std::max(observed_, current);
+      return;
+    }
+    if (r == VK_SUCCESS) {
+      VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, nullptr, vkSemaphore_,
+                                   value};
+      r = fns_.signalSemaphore(device_, &signal);
+      if (r == VK_SUCCESS) {
+        forwarded_ = value;
+        return;
+      }
+      problem = format("vkSignalSemaphore(%llu) returned %s",
+                       static_cast<unsigned long long>(value), vkResultName(r).c_str());
+    } else {
+      problem = "vkGetSemaphoreCounterValue returned " + vkResultName(r);
+    }
+    stopped_ = true;
+  }
+  // The Vulkan side can no longer follow: fail the baton side too, so that the two do not
+  // silently diverge (its waiters return with this reason).
+  std::string why = "forwarding to its Vulkan semaphore failed: " + problem;
+  core::message(semaphore.instance(), MessageSeverity::Error,
+                "semaphore '" + semaphore.name() + "': " + why);
+  semaphore.fail(Result::ErrorSemaphoreFailed, why);
+}
+
+void VulkanMirror::onFailed(core::Semaphore& semaphore) {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!attached_ || detached_ || stopped_) {
+      stopped_ = true;
+      return;
+    }
+    stopped_ = true;
+    if (policy_ == VulkanFailurePolicy::Hold) {
+      text = "semaphore '" + semaphore.name() +
+             "' failed; VulkanFailurePolicy::Hold: baton no longer signals its Vulkan semaphore, "
+             "so Vulkan work waiting for values above " +
+             std::to_string(std::max(forwarded_, observed_)) + " stays blocked";
+    } else {
+      uint64_t current = 0;
+      VkResult r = fns_.getSemaphoreCounterValue(device_, vkSemaphore_, &current);
+      // The largest signal Vulkan accepts: every valid pending wait is within
+      // maxTimelineSemaphoreValueDifference of the current value (Vulkan 1.2, §7.4.2).
+      uint64_t release = fns_.maxTimelineDifference > UINT64_MAX - current
+                             ? UINT64_MAX
+                             : current + fns_.maxTimelineDifference;
+      if (r == VK_SUCCESS && release > current) {
+        VkSemaphoreSignalInfo signal{VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO, nullptr, vkSemaphore_,
+                                     release};
+        r = fns_.signalSemaphore(device_, &signal);
+      }
+      text = "semaphore '" + semaphore.name() +
+             "' failed; VulkanFailurePolicy::Release: its Vulkan semaphore was signalled to " +
+             std::to_string(release) + " so that Vulkan waits return (" + vkResultName(r) +
+             "); the data they guard is not valid";
+    }
+  }
+  core::message(semaphore.instance(), MessageSeverity::Warning, text);
+}
+
+}  // namespace baton::interop

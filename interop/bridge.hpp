@@ -1,0 +1,92 @@
+// Bridged mode (DESIGN §5): a Vulkan timeline semaphore and a baton semaphore kept on one
+// timeline by the host.
+//
+//   baton -> Vulkan  VulkanMirror::onReached, a core hook (SemaphoreMirror) that runs on the
+//                    thread that raised the baton value (a host signal, a host queue's worker, a
+//                    backend's completion thread), calls vkSignalSemaphore there: no thread
+//                    hand-off on the path.
+//   Vulkan -> baton  a watcher thread per import waits with vkWaitSemaphores for the next value
+//                    of its one semaphore and reaches what it reads in baton
+//                    (Semaphore::reach, which releases held submissions on that thread).
+//
+// Why a thread per import and not one vkWaitSemaphores(WAIT_ANY) per VkDevice: Mesa's emulated
+// timelines (lavapipe, the CI driver) have no WAIT_ANY, and Mesa's runtime then busy-polls
+// every semaphore for the whole timeout (vk_sync.c, __vk_sync_wait_many): measured 0.69 of a
+// core per idle bridge here. A wait on one semaphore sleeps on a condition variable. The wait is
+// bounded (kWatchTimeoutNs) because nothing else can interrupt it: the bound is the longest
+// detach() waits, and costs ~100 wake-ups per second per import when idle.
+//
+// Lifetimes: a mirror watches while the baton semaphore's handle lives; the handle's destruction
+// calls detach(), which returns only when neither the watcher nor a forwarding call can touch the
+// VkSemaphore or the baton semaphore any more, so that the application may destroy the
+// VkSemaphore (and, after its last import, the VkDevice) right after.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "baton/vulkan.hpp"
+#include "semaphore.hpp"
+#include "status.hpp"
+#include "vulkan_functions.hpp"
+
+namespace baton::interop {
+
+// The longest one vkWaitSemaphores of a watcher lasts; see above.
+constexpr uint64_t kWatchTimeoutNs = 10'000'000;
+
+class VulkanMirror final : public core::SemaphoreMirror {
+ public:
+  VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
+               VulkanFailurePolicy policy, InteropMode mode, std::string reason,
+               uint64_t initialValue);
+
+  // Starts forwarding and watching. `semaphore` is the baton semaphore this mirrors; it must
+  // stay alive until detach() returns. ErrorInvalidState when the VkSemaphore is already
+  // imported, ErrorOutOfHostMemory when no thread can be started.
+  core::Status attach(core::Semaphore* semaphore);
+
+  // core::SemaphoreMirror
+  void onReached(core::Semaphore& semaphore, uint64_t value) override;
+  void onFailed(core::Semaphore& semaphore) override;
+  void detach() override;
+
+  InteropMode mode() const noexcept { return mode_; }
+  const std::string& reason() const noexcept { return reason_; }
+  VkDevice device() const noexcept { return device_; }
+  VkSemaphore vulkanSemaphore() const noexcept { return vkSemaphore_; }
+  VulkanFailurePolicy policy() const noexcept { return policy_; }
+
+ private:
+  void watch();
+  // Watcher: Vulkan reached `value`.
+  void observe(uint64_t value);
+  // Watcher: Vulkan failed (`why` names the VkResult). Fails the baton semaphore.
+  void lose(const std::string& why);
+  // The next value worth waiting for on the Vulkan side, or 0 when this mirror is not forwarding.
+  uint64_t nextVulkanTarget();
+
+  const VulkanFunctions fns_;
+  const VkDevice device_;
+  const VkSemaphore vkSemaphore_;
+  const VulkanFailurePolicy policy_;
+  const InteropMode mode_;
+  const std::string reason_;
+
+  std::mutex mutex_;  // serialises forwarding; guards the fields below
+  bool attached_ = false;
+  bool detached_ = false;
+  bool stopped_ = false;  // the baton semaphore failed (or Vulkan was lost): forwarding ended
+  uint64_t forwarded_;    // the highest value baton signalled to Vulkan
+  uint64_t observed_;     // the highest value read from Vulkan
+  core::Semaphore* semaphore_ = nullptr;  // valid from attach() until detach() returns
+  std::condition_variable stoppedIdle_;   // a stopped watcher sleeps here until detach
+  std::thread watcher_;
+};
+
+}  // namespace baton::interop

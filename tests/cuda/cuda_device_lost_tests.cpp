@@ -1,0 +1,97 @@
+// Device loss on CUDA (DESIGN §1, issue 3 item 7). A sticky fault poisons the CUDA context for
+// the rest of the process, so these tests have their own executable, and the real fault runs
+// last (gtest runs tests in the order they are defined).
+//
+// What must hold: every semaphore with a pending signal on the device fails with DeviceLost,
+// host waiters return promptly, submissions held on the device fail, later submissions and
+// waitIdle return ErrorDeviceLost, and destroying the device does not hang.
+#include <thread>
+
+#include "cuda_test_support.hpp"
+
+namespace baton_test {
+namespace {
+
+using baton::MemoryKind;
+using baton::Result;
+
+// How long "promptly" may take: detection is one event query or one wake of the completion
+// thread; the bound only guards against hangs on a loaded machine.
+constexpr double kPromptSeconds = 5.0;
+
+// A sticky error reported by the driver (injected at the wrapper, so the real context stays
+// healthy) marks the device lost, through the completion thread.
+TEST_F(CudaTest, InjectedStickyErrorMarksTheDeviceLost) {
+  auto s = makeSemaphore("injected-sticky");
+  baton::cuda::clearFaults();
+  ASSERT_TRUE(baton::cuda::injectFault("cuEventRecord", CUDA_ERROR_ILLEGAL_ADDRESS));
+  ASSERT_OK(submit(queue(0), {}, {}, {{*s, 1}}));
+  baton::cuda::clearFaults();
+  auto start = Clock::now();
+  EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
+  EXPECT_LT(secondsSince(start), kPromptSeconds);
+  EXPECT_TRUE(containsText(lastError(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << lastError();
+  // markLost runs on the completion thread; later submissions see it.
+  start = Clock::now();
+  Result r = Result::Success;
+  while (secondsSince(start) < kPromptSeconds) {
+    r = submit(queue(1), {}, {}, {});
+    if (r == Result::ErrorDeviceLost) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(r, Result::ErrorDeviceLost);
+  EXPECT_EQ(device_->waitIdle(kLongNs), Result::ErrorDeviceLost);
+}
+
+// A kernel that writes to an invalid address (PTX, launched through a native callback).
+TEST_F(CudaTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
+  BATON_REQUIRE_KERNELS();
+  auto faulted = makeSemaphore("faulted"), behind = makeSemaphore("behind"),
+       held = makeSemaphore("held"), hostOnly = makeSemaphore("host-only"),
+       downstream = makeSemaphore("downstream");
+  KernelCall bad;
+  bad.function = kernels_.badWrite;
+  bad.argument = 0x10;  // never mapped
+  auto crash = makeCommands([&](baton::CommandBuffer cb) {
+    EXPECT_OK(cb.native(&KernelCall::native, &bad));
+  });
+  // Held on a host semaphore that is never signalled: must fail when the device is lost.
+  ASSERT_OK(submit(queue(2), {{*hostOnly, 1}}, {}, {{*held, 1}}));
+  ASSERT_OK(submit(queue(0), {}, {*crash}, {{*faulted, 1}}));
+  // Behind the crash on the same queue, and waiting GPU-side on another queue.
+  ASSERT_OK(submit(queue(0), {}, {}, {{*behind, 1}}));
+  ASSERT_OK(submit(queue(1), {{*faulted, 1}}, {}, {{*downstream, 1}}));
+
+  auto start = Clock::now();
+  EXPECT_EQ(faulted->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
+  double took = secondsSince(start);
+  std::printf("host waiter returned %s after %.1f ms: %s\n", "ErrorDeviceLost", took * 1e3,
+              lastError().c_str());
+  EXPECT_LT(took, kPromptSeconds);
+  EXPECT_TRUE(containsText(lastError(), "CUDA_ERROR_ILLEGAL_ADDRESS") ||
+              containsText(lastError(), "CUDA_ERROR_LAUNCH_FAILED"))
+      << lastError();
+
+  for (baton::Semaphore s : {*behind, *downstream, *held}) {
+    start = Clock::now();
+    Result r = s.wait(1, kLongNs);
+    EXPECT_TRUE(r == Result::ErrorDeviceLost || r == Result::ErrorSemaphoreFailed)
+        << baton::resultName(r) << ": " << lastError();
+    EXPECT_LT(secondsSince(start), kPromptSeconds);
+  }
+  baton::SemaphoreValue all[] = {{*faulted, 1}, {*behind, 1}};
+  EXPECT_EQ(device_->waitSemaphores(all, baton::WaitMode::All, kLongNs), Result::ErrorDeviceLost);
+  EXPECT_EQ(submit(queue(3), {}, {}, {}), Result::ErrorDeviceLost);
+  baton::UniqueBuffer b;
+  baton::BufferCreateInfo info;
+  info.size = 64;
+  EXPECT_EQ(device_->createBuffer(info, b.put()), Result::ErrorDeviceLost);
+  EXPECT_EQ(device_->waitIdle(kLongNs), Result::ErrorDeviceLost);
+  // An unrelated semaphore is untouched and still usable from the host.
+  auto unrelated = makeSemaphore("unrelated");
+  EXPECT_OK(unrelated->signal(3));
+  // TearDown destroys the device: must not hang.
+}
+
+}  // namespace
+}  // namespace baton_test

@@ -1,0 +1,385 @@
+// A minimal Vulkan 1.2 setup for the interop tests and benchmarks: an instance, the first
+// physical device with timeline semaphores (BATON_VULKAN_DEVICE=<substring> picks by name), a
+// device with one compute queue, and helpers for timeline semaphores, host-visible buffers,
+// submissions and one compute pipeline. On a machine without a usable Vulkan device, `skip`
+// says why (CI points VK_DRIVER_FILES at Mesa's lavapipe when needed).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "baton/vulkan.hpp"
+
+namespace baton::test {
+
+template <class T>
+T vkStruct(VkStructureType type, const void* next = nullptr) {
+  T value{};
+  value.sType = type;
+  value.pNext = const_cast<void*>(next);
+  return value;
+}
+
+struct VulkanBuffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize size = 0;            // requested
+  VkDeviceSize allocationSize = 0;  // allocated
+  uint32_t memoryType = 0;
+};
+
+class VulkanContext {
+ public:
+  VulkanContext() { init(); }
+  ~VulkanContext() { shutdown(); }
+  VulkanContext(const VulkanContext&) = delete;
+  VulkanContext& operator=(const VulkanContext&) = delete;
+
+  bool ok() const { return device != VK_NULL_HANDLE; }
+
+  VulkanDevice view() const {
+    VulkanDevice v;
+    v.instance = instance;
+    v.physicalDevice = physical;
+    v.device = device;
+    return v;
+  }
+
+  VkSemaphore createTimeline(uint64_t initial = 0) {
+    auto type = vkStruct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    type.initialValue = initial;
+    auto info = vkStruct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type);
+    VkSemaphore s = VK_NULL_HANDLE;
+    vkCreateSemaphore(device, &info, nullptr, &s);
+    return s;
+  }
+  VkSemaphore createBinary() {
+    auto info = vkStruct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
+    VkSemaphore s = VK_NULL_HANDLE;
+    vkCreateSemaphore(device, &info, nullptr, &s);
+    return s;
+  }
+  void destroy(VkSemaphore s) { vkDestroySemaphore(device, s, nullptr); }
+
+  uint64_t value(VkSemaphore s) {
+    uint64_t v = 0;
+    vkGetSemaphoreCounterValue(device, s, &v);
+    return v;
+  }
+  VkResult signal(VkSemaphore s, uint64_t v) {
+    auto info = vkStruct<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
+    info.semaphore = s;
+    info.value = v;
+    return vkSignalSemaphore(device, &info);
+  }
+  VkResult wait(VkSemaphore s, uint64_t v, uint64_t timeoutNs) {
+    auto info = vkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
+    info.semaphoreCount = 1;
+    info.pSemaphores = &s;
+    info.pValues = &v;
+    return vkWaitSemaphores(device, &info, timeoutNs);
+  }
+
+  struct Timepoint {
+    VkSemaphore semaphore;
+    uint64_t value;
+  };
+  // One vkQueueSubmit: waits (compute stage), an optional command buffer, signals.
+  VkResult submit(const std::vector<Timepoint>& waits, VkCommandBuffer cmd,
+                  const std::vector<Timepoint>& signals) {
+    std::vector<VkSemaphore> ws, ss;
+    std::vector<uint64_t> wv, sv;
+    std::vector<VkPipelineStageFlags> stages;
+    for (const Timepoint& t : waits) {
+      ws.push_back(t.semaphore);
+      wv.push_back(t.value);
+      stages.push_back(VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+    }
+    for (const Timepoint& t : signals) {
+      ss.push_back(t.semaphore);
+      sv.push_back(t.value);
+    }
+    auto timeline =
+        vkStruct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+    timeline.waitSemaphoreValueCount = static_cast<uint32_t>(wv.size());
+    timeline.pWaitSemaphoreValues = wv.data();
+    timeline.signalSemaphoreValueCount = static_cast<uint32_t>(sv.size());
+    timeline.pSignalSemaphoreValues = sv.data();
+    auto info = vkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO, &timeline);
+    info.waitSemaphoreCount = static_cast<uint32_t>(ws.size());
+    info.pWaitSemaphores = ws.data();
+    info.pWaitDstStageMask = stages.data();
+    info.commandBufferCount = cmd ? 1 : 0;
+    info.pCommandBuffers = &cmd;
+    info.signalSemaphoreCount = static_cast<uint32_t>(ss.size());
+    info.pSignalSemaphores = ss.data();
+    return vkQueueSubmit(queue, 1, &info, VK_NULL_HANDLE);
+  }
+
+  // A storage/transfer buffer in HOST_VISIBLE | HOST_COHERENT memory of its own.
+  VulkanBuffer createHostBuffer(VkDeviceSize size) {
+    VulkanBuffer b;
+    b.size = size;
+    auto info = vkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    info.size = size;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    if (vkCreateBuffer(device, &info, nullptr, &b.buffer) != VK_SUCCESS) return VulkanBuffer{};
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device, b.buffer, &req);
+    b.memoryType = findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                          VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = b.memoryType;
+    b.allocationSize = req.size;
+    vkAllocateMemory(device, &alloc, nullptr, &b.memory);
+    vkBindBufferMemory(device, b.buffer, b.memory, 0);
+    return b;
+  }
+  void destroy(VulkanBuffer& b) {
+    if (b.buffer) vkDestroyBuffer(device, b.buffer, nullptr);
+    if (b.memory) vkFreeMemory(device, b.memory, nullptr);
+    b = VulkanBuffer{};
+  }
+  // The import info for the whole of `b`.
+  VulkanMemoryImportInfo importInfo(const VulkanBuffer& b) const {
+    VulkanMemoryImportInfo info;
+    info.vulkan = view();
+    info.memory = b.memory;
+    info.allocationSize = b.allocationSize;
+    info.size = b.size;
+    info.memoryTypeIndex = b.memoryType;
+    return info;
+  }
+
+  uint32_t findMemoryType(uint32_t bits, VkMemoryPropertyFlags flags) const {
+    VkPhysicalDeviceMemoryProperties props;
+    vkGetPhysicalDeviceMemoryProperties(physical, &props);
+    for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) && (props.memoryTypes[i].propertyFlags & flags) == flags) return i;
+    return UINT32_MAX;
+  }
+
+  VkCommandBuffer allocateCommandBuffer() {
+    auto info =
+        vkStruct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    info.commandPool = pool;
+    info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    info.commandBufferCount = 1;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    vkAllocateCommandBuffers(device, &info, &cmd);
+    return cmd;
+  }
+
+  // A compute pipeline with one storage buffer (binding 0) and a 4-byte push constant.
+  struct Pipeline {
+    VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+    VkPipelineLayout layout = VK_NULL_HANDLE;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+  };
+  Pipeline createPipeline(const uint32_t* code, size_t codeBytes) {
+    Pipeline p;
+    VkDescriptorSetLayoutBinding binding{};
+    binding.binding = 0;
+    binding.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    binding.descriptorCount = 1;
+    binding.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    auto setInfo = vkStruct<VkDescriptorSetLayoutCreateInfo>(
+        VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    setInfo.bindingCount = 1;
+    setInfo.pBindings = &binding;
+    vkCreateDescriptorSetLayout(device, &setInfo, nullptr, &p.setLayout);
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, 4};
+    auto layoutInfo =
+        vkStruct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+    layoutInfo.setLayoutCount = 1;
+    layoutInfo.pSetLayouts = &p.setLayout;
+    layoutInfo.pushConstantRangeCount = 1;
+    layoutInfo.pPushConstantRanges = &range;
+    vkCreatePipelineLayout(device, &layoutInfo, nullptr, &p.layout);
+    auto moduleInfo =
+        vkStruct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    moduleInfo.codeSize = codeBytes;
+    moduleInfo.pCode = code;
+    VkShaderModule module = VK_NULL_HANDLE;
+    vkCreateShaderModule(device, &moduleInfo, nullptr, &module);
+    auto pipeInfo =
+        vkStruct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    pipeInfo.stage = vkStruct<VkPipelineShaderStageCreateInfo>(
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO);
+    pipeInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    pipeInfo.stage.module = module;
+    pipeInfo.stage.pName = "main";
+    pipeInfo.layout = p.layout;
+    vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipeInfo, nullptr, &p.pipeline);
+    vkDestroyShaderModule(device, module, nullptr);
+    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 16};
+    auto poolInfo =
+        vkStruct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+    poolInfo.maxSets = 16;
+    poolInfo.poolSizeCount = 1;
+    poolInfo.pPoolSizes = &size;
+    vkCreateDescriptorPool(device, &poolInfo, nullptr, &p.pool);
+    return p;
+  }
+  void destroy(Pipeline& p) {
+    vkDestroyDescriptorPool(device, p.pool, nullptr);
+    vkDestroyPipeline(device, p.pipeline, nullptr);
+    vkDestroyPipelineLayout(device, p.layout, nullptr);
+    vkDestroyDescriptorSetLayout(device, p.setLayout, nullptr);
+    p = Pipeline{};
+  }
+  // Records one dispatch of `p` over `count` uints of `b` (64 per workgroup) with `push`.
+  VkCommandBuffer recordDispatch(const Pipeline& p, const VulkanBuffer& b, uint32_t count,
+                                 uint32_t push) {
+    auto setAlloc =
+        vkStruct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    setAlloc.descriptorPool = p.pool;
+    setAlloc.descriptorSetCount = 1;
+    setAlloc.pSetLayouts = &p.setLayout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    vkAllocateDescriptorSets(device, &setAlloc, &set);
+    VkDescriptorBufferInfo bufferInfo{b.buffer, 0, b.size};
+    auto write = vkStruct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    write.dstSet = set;
+    write.descriptorCount = 1;
+    write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    write.pBufferInfo = &bufferInfo;
+    vkUpdateDescriptorSets(device, 1, &write, 0, nullptr);
+    VkCommandBuffer cmd = allocateCommandBuffer();
+    auto begin = vkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+    vkBeginCommandBuffer(cmd, &begin);
+    // Host writes made before the submission's waits are visible to the shader (host writes
+    // are made available by the semaphore signal/submission, Vulkan 1.2 §7.9); the barrier after
+    // the dispatch makes its writes visible to host reads after the signal.
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+    vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &push);
+    vkCmdDispatch(cmd, (count + 63) / 64, 1, 1);
+    auto barrier = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+                         1, &barrier, 0, nullptr, 0, nullptr);
+    vkEndCommandBuffer(cmd);
+    return cmd;
+  }
+
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t family = 0;
+  VkCommandPool pool = VK_NULL_HANDLE;
+  std::string name;
+  std::string skip;  // why there is no device
+
+ private:
+  void init() {
+    auto app = vkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "baton-interop";
+    app.apiVersion = VK_API_VERSION_1_2;
+    auto info = vkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    info.pApplicationInfo = &app;
+    VkResult r = vkCreateInstance(&info, nullptr, &instance);
+    if (r != VK_SUCCESS) {
+      instance = VK_NULL_HANDLE;
+      skip = "vkCreateInstance failed (" + std::to_string(r) +
+             "): no Vulkan driver (install mesa-vulkan-drivers for lavapipe, or set "
+             "VK_DRIVER_FILES to its lvp_icd json)";
+      return;
+    }
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(instance, &count, nullptr);
+    std::vector<VkPhysicalDevice> devices(count);
+    vkEnumeratePhysicalDevices(instance, &count, devices.data());
+    const char* want = std::getenv("BATON_VULKAN_DEVICE");
+    for (VkPhysicalDevice pd : devices) {
+      VkPhysicalDeviceProperties props;
+      vkGetPhysicalDeviceProperties(pd, &props);
+      if (props.apiVersion < VK_API_VERSION_1_2) continue;
+      if (want && !std::strstr(props.deviceName, want)) continue;
+      auto timeline = vkStruct<VkPhysicalDeviceTimelineSemaphoreFeatures>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES);
+      auto features = vkStruct<VkPhysicalDeviceFeatures2>(
+          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &timeline);
+      vkGetPhysicalDeviceFeatures2(pd, &features);
+      if (!timeline.timelineSemaphore) continue;
+      uint32_t families = 0;
+      vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, nullptr);
+      std::vector<VkQueueFamilyProperties> fams(families);
+      vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, fams.data());
+      for (uint32_t f = 0; f < families; ++f) {
+        if (!(fams[f].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        physical = pd;
+        family = f;
+        name = props.deviceName;
+        break;
+      }
+      if (physical) break;
+    }
+    if (!physical) {
+      skip = "no Vulkan 1.2 device with timeline semaphores and a compute queue";
+      if (want) skip += std::string(" named like BATON_VULKAN_DEVICE='") + want + "'";
+      return;
+    }
+    // Enable fd export where offered, so that native mode is possible on GPUs.
+    std::vector<const char*> extensions;
+    uint32_t extCount = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extCount, nullptr);
+    std::vector<VkExtensionProperties> exts(extCount);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extCount, exts.data());
+    for (const VkExtensionProperties& e : exts) {
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME))
+        extensions.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME))
+        extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+    }
+    float priority = 1.0f;
+    auto queueInfo = vkStruct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+    queueInfo.queueFamilyIndex = family;
+    queueInfo.queueCount = 1;
+    queueInfo.pQueuePriorities = &priority;
+    auto features12 = vkStruct<VkPhysicalDeviceVulkan12Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    features12.timelineSemaphore = VK_TRUE;
+    auto deviceInfo =
+        vkStruct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &features12);
+    deviceInfo.queueCreateInfoCount = 1;
+    deviceInfo.pQueueCreateInfos = &queueInfo;
+    deviceInfo.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    deviceInfo.ppEnabledExtensionNames = extensions.data();
+    r = vkCreateDevice(physical, &deviceInfo, nullptr, &device);
+    if (r != VK_SUCCESS) {
+      device = VK_NULL_HANDLE;
+      skip = "vkCreateDevice failed (" + std::to_string(r) + ") on " + name;
+      return;
+    }
+    vkGetDeviceQueue(device, family, 0, &queue);
+    auto poolInfo = vkStruct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    poolInfo.queueFamilyIndex = family;
+    poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    vkCreateCommandPool(device, &poolInfo, nullptr, &pool);
+  }
+
+  void shutdown() {
+    if (device) {
+      vkDeviceWaitIdle(device);
+      vkDestroyCommandPool(device, pool, nullptr);
+      vkDestroyDevice(device, nullptr);
+    }
+    if (instance) vkDestroyInstance(instance, nullptr);
+  }
+};
+
+}  // namespace baton::test
