@@ -1,9 +1,10 @@
 // host_bench: host-backend benchmarks, each next to a plain C++ baseline measured in the same run.
 //
-//   WakeLatency/PingPong      round trip of two hand-offs between two threads: baton semaphores
+//   WakeLatency/PingPong/*    round trip of two hand-offs between two threads: baton semaphores
 //                             vs std::mutex + std::condition_variable
-//   WakeLatency/FromSleep     signal -> return of a waiter that is surely asleep (the signaller
+//   WakeLatency/FromSleep/*   signal -> return of a waiter that is surely asleep (the signaller
 //                             waits 30 µs first), one way, same two contenders
+//                             (* = Free, TwoCpus, OneCpu: where the two threads run; see Placement)
 //   WaitAny/1024/Signalled    Instance::waitSemaphores(ANY) over 1024 semaphores, one (the last)
 //                             already reached: the cost of the call
 //   WaitAny/1024/WhileWaiting the same wait asleep; another thread reaches one of them: signal ->
@@ -521,10 +522,10 @@ int main(int argc, char** argv) {
     int64_t iterations;
     bool manualTime;
     WakeFn fn;
-  } wakes[] = {{"WakeLatency/PingPong/%s/baton", 10000, false, pingPongBaton},
-               {"WakeLatency/PingPong/%s/condvar", 10000, false, pingPongCondvar},
-               {"WakeLatency/FromSleep/%s/baton", 3000, true, fromSleepBaton},
-               {"WakeLatency/FromSleep/%s/condvar", 3000, true, fromSleepCondvar}};
+  } wakes[] = {{"WakeLatency/PingPong/%s/baton", 5000, false, pingPongBaton},
+               {"WakeLatency/PingPong/%s/condvar", 5000, false, pingPongCondvar},
+               {"WakeLatency/FromSleep/%s/baton", 2000, true, fromSleepBaton},
+               {"WakeLatency/FromSleep/%s/condvar", 2000, true, fromSleepCondvar}};
   for (Placement p : placements) {
     for (const auto& w : wakes) {
       char name[128];

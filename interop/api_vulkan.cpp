@@ -12,8 +12,8 @@
 //     cuWaitExternalSemaphoresAsync instead of holding the submission (the scheduler asks the
 //     queue through QueueImpl::canWait today; it needs a "can wait externally" answer);
 //   - keep host waits off vkWaitSemaphores (10 ms on the NVIDIA driver, DESIGN §6): values its
-//     own queues signal are already tracked by events; values Vulkan signals still need this
-//     file's bridge thread to be observed on the host.
+//     own queues signal are already tracked by events; values Vulkan signals still need a watcher
+//     (bridge.hpp) to be observed on the host.
 // and, for kCapabilityExternalMemoryOpaqueFd, cuImportExternalMemory +
 // cuExternalMemoryGetMappedBuffer into an Allocation whose release destroys the import.
 #include <fcntl.h>
@@ -153,7 +153,7 @@ Status findOptionalDevice(Device handle, const core::Instance* instance, Ref<cor
 }
 
 Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImportInfo& info,
-                       Semaphore* out) {
+                       Semaphore* out, InteropMode* mode = nullptr) {
   if (!info.semaphore)
     return error(Result::ErrorInvalidArgument, "VulkanSemaphoreImportInfo::semaphore is null");
   if (info.semaphoreType == VK_SEMAPHORE_TYPE_MAX_ENUM)
@@ -222,6 +222,7 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
                 "semaphore '" + name + "' imported from Vulkan device " + fns.label + " in " +
                     interopModeName(choice.mode) + " mode: " + choice.reason);
   *out = Semaphore(h);
+  if (mode) *mode = choice.mode;
   return Status();
 }
 
@@ -333,14 +334,15 @@ Result createVulkanTimeline(Instance instance, const VulkanTimelineCreateInfo& i
     import.failurePolicy = info.failurePolicy;
     import.debugName = info.debugName;
     Semaphore s;
-    Status imported = importSemaphore(inst, import, &s);
+    InteropMode mode = InteropMode::Bridged;
+    Status imported = importSemaphore(inst, import, &s, &mode);
     if (!imported.ok()) {
       fns.destroySemaphore(info.vulkan.device, vk, nullptr);
       return imported;
     }
     timeline->vulkan = vk;
     timeline->baton = s;
-    timeline->mode = InteropMode::Bridged;  // the only mode importSemaphore returns today
+    timeline->mode = mode;
     return Status();
   });
 }

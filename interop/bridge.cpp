@@ -42,6 +42,13 @@ VulkanMirror::VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaph
       forwarded_(initialValue),
       observed_(initialValue) {}
 
+VulkanMirror::~VulkanMirror() {
+  // Every path that destroys the handle calls detach(); this only guards against one that
+  // forgets (a joinable std::thread would terminate the process). The watcher holds no
+  // reference to the semaphore, so this never runs on the watcher itself.
+  if (watcher_.joinable()) detach();
+}
+
 Status VulkanMirror::attach(core::Semaphore* semaphore) {
   {
     std::lock_guard<std::mutex> lock(importedMutex());
@@ -199,8 +206,8 @@ void VulkanMirror::onFailed(core::Semaphore& semaphore) {
     } else {
       uint64_t current = 0;
       VkResult r = fns_.getSemaphoreCounterValue(device_, vkSemaphore_, &current);
-      // The largest signal Vulkan accepts: every valid pending wait is within
-      // maxTimelineSemaphoreValueDifference of the current value (Vulkan 1.2, §7.4.2).
+      // The largest signal Vulkan accepts: within maxTimelineSemaphoreValueDifference of the
+      // current value (VUID-VkSemaphoreSignalInfo-value-03260), and above every valid wait.
       uint64_t release = fns_.maxTimelineDifference > UINT64_MAX - current
                              ? UINT64_MAX
                              : current + fns_.maxTimelineDifference;

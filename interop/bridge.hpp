@@ -45,6 +45,7 @@ class VulkanMirror final : public core::SemaphoreMirror {
   VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
                VulkanFailurePolicy policy, InteropMode mode, std::string reason,
                uint64_t initialValue);
+  ~VulkanMirror() override;
 
   // Starts forwarding and watching. `semaphore` is the baton semaphore this mirrors; it must
   // stay alive until detach() returns. ErrorInvalidState when the VkSemaphore is already

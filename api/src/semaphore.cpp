@@ -118,7 +118,7 @@ void Semaphore::addTimepoint(uint64_t v, Ref<Timepoint> timepoint) {
   Timepoint* raw = timepoint.get();
   pending_.insert(at, Pending{v, std::move(timepoint)});
   hasTimepoints_.store(true, std::memory_order_release);
-  notifyLocked(SemaphoreEvent::TimepointAdded, raw);
+  notifyLocked(SemaphoreEvent::TimepointAdded, raw, v);
 }
 
 void Semaphore::failIfPendingOn(const Device* device, const std::string& reason) {
@@ -139,13 +139,10 @@ void Semaphore::dropReachedLocked(uint64_t v) {
   if (pending_.empty()) hasTimepoints_.store(false, std::memory_order_release);
 }
 
-void Semaphore::notifyLocked(SemaphoreEvent event, Timepoint* timepoint) {
+void Semaphore::notifyLocked(SemaphoreEvent event, Timepoint* timepoint, uint64_t tpValue) {
+  // tpValue comes from the caller: searching pending_ for the timepoint made every device signal
+  // O(pending signals), quadratic while a queue runs ahead of its completions.
   uint64_t v = value_.load(std::memory_order_relaxed);
-  uint64_t tpValue = event == SemaphoreEvent::TimepointAdded ? pending_.back().value : 0;
-  if (timepoint) {
-    for (const Pending& p : pending_)
-      if (p.timepoint.get() == timepoint) tpValue = p.value;
-  }
   WaitNode* n = waiters_;
   while (n) {
     WaitNode* next = n->next;

@@ -125,7 +125,8 @@ class Semaphore : public Object {
     uint64_t value;
     Ref<Timepoint> timepoint;
   };
-  void notifyLocked(SemaphoreEvent event, Timepoint* timepoint);
+  // tpValue: the value of `timepoint` (TimepointAdded only).
+  void notifyLocked(SemaphoreEvent event, Timepoint* timepoint, uint64_t tpValue = 0);
   void dropReachedLocked(uint64_t value);
 
   Ref<Instance> instance_;

@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
       perRound.push_back(usBetween(t0, Clock::now()) / rounds);
       base = start + 2 * rounds;
     }
-    row("round trip vk queue <-> baton host queue", perRound);
+    row("round trip vk queue <-> baton host queue *", perRound);
 
     // Raw: a host thread plays the other side with vkWaitSemaphores + vkSignalSemaphore.
     std::vector<double> rawRound;
@@ -205,7 +205,8 @@ int main(int argc, char** argv) {
       rawRound.push_back(usBetween(t0, Clock::now()) / rounds);
       rbase = start + 2 * rounds;
     }
-    row("  raw: vk queue <-> host thread (vk API)", rawRound);
+    row("  raw: vk queue <-> host thread (vk API) *", rawRound);
+    std::printf("  * mean per round of %u rounds, over 5 runs\n", rounds);
   }
 
   vkQueueWaitIdle(vk.queue);

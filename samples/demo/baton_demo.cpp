@@ -4,6 +4,8 @@
 //
 //   baton-demo [--frames N] [--out path.png] [--particles N] [--size PIXELS]
 //
+// Exit status: 0 done, 1 an error (printed), 77 no usable Vulkan device (a skip for meson test).
+//
 // Per frame k (1-based) on the shared timeline T, with F frames in flight:
 //
 //   baton queue   A_k  waits T >= 2(k-F)   steps the simulation: reads particle slot (k-1)%F,
@@ -58,6 +60,12 @@ constexpr uint32_t kSubsteps = 2;  // per frame
 [[noreturn]] void die(const std::string& what) {
   std::fprintf(stderr, "baton-demo: %s\n", what.c_str());
   std::exit(1);
+}
+
+// No Vulkan device to run on: exit status 77, which meson's test runner reports as a skip.
+[[noreturn]] void noVulkan(const std::string& why) {
+  std::fprintf(stderr, "baton-demo: %s\n", why.c_str());
+  std::exit(77);
 }
 
 void check(baton::Result r, const char* what) {
@@ -227,7 +235,8 @@ Gpu openVulkan() {
   auto info = vkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
   info.pApplicationInfo = &app;
   if (vkCreateInstance(&info, nullptr, &g.instance) != VK_SUCCESS)
-    die("no Vulkan driver (install mesa-vulkan-drivers for lavapipe, or point VK_DRIVER_FILES "
+    noVulkan(
+        "no Vulkan driver (install mesa-vulkan-drivers for lavapipe, or point VK_DRIVER_FILES "
         "at an ICD json)");
   uint32_t count = 0;
   vkEnumeratePhysicalDevices(g.instance, &count, nullptr);
@@ -265,7 +274,7 @@ Gpu openVulkan() {
       break;
     }
   }
-  if (!g.physical) die("no Vulkan 1.2 device with timeline semaphores and a compute queue");
+  if (!g.physical) noVulkan("no Vulkan 1.2 device with timeline semaphores and a compute queue");
 
   // fd export where offered, so that a CUDA device can import natively.
   std::vector<const char*> extensions;

@@ -601,6 +601,46 @@ TEST_F(Interop, NullAndMissingArguments) {
   EXPECT_FALSE(out);
 }
 
+TEST_F(Interop, UuidMismatchIsReported) {
+  // Needs a GPU backend device that is not the Vulkan device (e.g. CUDA next to lavapipe).
+  auto id = baton::test::vkStruct<VkPhysicalDeviceIDProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
+  auto props = baton::test::vkStruct<VkPhysicalDeviceProperties2>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id);
+  vkGetPhysicalDeviceProperties2(vk->physical, &props);
+  MessageSink allSink;
+  UniqueInstance all;
+  ASSERT_OK(createInstance(allSink.instanceInfo(kAllBackends), all.put()));
+  uint32_t count = 0;
+  ASSERT_OK(all->enumeratePhysicalDevices(&count, nullptr));
+  std::vector<PhysicalDevice> pds(count);
+  ASSERT_OK(all->enumeratePhysicalDevices(&count, pds.data()));
+  PhysicalDevice other;
+  for (PhysicalDevice pd : pds) {
+    PhysicalDeviceProperties p;
+    ASSERT_OK(pd.getProperties(&p));
+    if (p.backend != BackendKind::Host && std::memcmp(p.uuid, id.deviceUUID, VK_UUID_SIZE) != 0)
+      other = pd;
+  }
+  if (!other) GTEST_SKIP() << "no CUDA/HIP device other than the Vulkan device " << vk->name;
+  UniqueDevice gpuDevice;
+  ASSERT_OK(all->createDevice(other, DeviceCreateInfo{}, gpuDevice.put()));
+  VulkanSemaphoreImportInfo info;
+  info.vulkan = vk->view();
+  info.semaphore = vk->createTimeline();
+  semaphores.push_back(info.semaphore);
+  info.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  info.device = *gpuDevice;
+  info.mode = InteropModeRequest::Native;
+  Semaphore out;
+  EXPECT_EQ(importVulkanSemaphore(*all, info, &out), Result::ErrorDeviceMismatch);
+  EXPECT_TRUE(containsText(lastError(), "UUID")) << lastError();
+  info.mode = InteropModeRequest::Auto;  // bridges, and warns: probably the wrong device
+  UniqueSemaphore bridged;
+  ASSERT_OK(importVulkanSemaphore(*all, info, bridged.put()));
+  EXPECT_TRUE(allSink.has(MessageSeverity::Warning, "UUID")) << allSink.dump();
+}
+
 // ---- memory --------------------------------------------------------------------------------
 
 TEST_F(Interop, MemoryImportSharesTheMapping) {
@@ -705,7 +745,7 @@ TEST_F(Interop, NoFdOrThreadLeaks) {
     info.device = *device;
     VulkanTimeline t;
     ASSERT_OK(createVulkanTimeline(*instance, info, &t));
-    EXPECT_EQ(threadCount(), threads + 1) << "one bridge thread per VkDevice";
+    EXPECT_EQ(threadCount(), threads + 1) << "one watcher thread per import";
     ASSERT_OK(t.baton.signal(1));
     ASSERT_EQ(vk->signal(t.vulkan, 2), VK_SUCCESS);
     ASSERT_OK(t.baton.wait(2, kLongNs));

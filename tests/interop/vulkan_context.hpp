@@ -259,9 +259,15 @@ class VulkanContext {
     auto begin = vkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
     begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
     vkBeginCommandBuffer(cmd, &begin);
-    // Host writes made before the submission's waits are visible to the shader (host writes
-    // are made available by the semaphore signal/submission, Vulkan 1.2 §7.9); the barrier after
-    // the dispatch makes its writes visible to host reads after the signal.
+    // The host (a baton host queue) may write the buffer after this submission was made, which
+    // vkQueueSubmit's implicit host-write domain operation does not cover: a HOST_WRITE barrier
+    // does (Vulkan 1.2 §7.9). The barrier after the dispatch makes its writes visible to host
+    // reads ordered after the signal.
+    auto hostWrites = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    hostWrites.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT;
+    hostWrites.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                         1, &hostWrites, 0, nullptr, 0, nullptr);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
     vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &push);

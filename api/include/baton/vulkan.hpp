@@ -16,17 +16,19 @@
 //            request returns ErrorNotSupported saying so, and Auto bridges.)
 //   Bridged  baton forwards signals on the host: a value baton reaches (host signal, queue
 //            signal, device signal observed complete) is passed to vkSignalSemaphore on the
-//            thread that reached it; values Vulkan reaches are observed by a bridge thread per
-//            VkDevice (vkWaitSemaphores on the next values, woken early through an internal
-//            semaphore) and passed to baton. Same semantics, higher latency (see
-//            bench/interop). Used for the host backend, HIP, and Vulkan drivers without
-//            VK_KHR_external_semaphore_fd such as Mesa's lavapipe. A host wait through baton for
-//            a value baton signals never goes through Vulkan.
+//            thread that reached it; values Vulkan reaches are observed by a watcher thread per
+//            import (vkWaitSemaphores on the next value, in slices of at most 10 ms) and passed
+//            to baton. Same semantics, higher latency (see bench/interop). Used for the host
+//            backend, HIP, and Vulkan drivers without VK_KHR_external_semaphore_fd such as Mesa's
+//            lavapipe. A host wait through baton for a value baton signals never goes through
+//            Vulkan.
 //
 // Ordering in bridged mode: a value baton reaches is published to baton's waiters first and
 // passed to vkSignalSemaphore right after, on the same thread; so a thread that baton woke may
 // still read the older value from Vulkan for a moment (Semaphore::signal itself returns only
-// after the forward). Vulkan work waiting for the value is released either way.
+// after the forward). Vulkan work waiting for the value is released either way. The other way
+// round, Semaphore::getValue and baton waits see a value Vulkan reached once the watcher has
+// read it (bench/interop measures the delay).
 //
 // InteropModeRequest::Auto picks Native when every condition holds and Bridged otherwise, and
 // says why through the instance's debug callback (MessageSeverity::Info, or Warning when the
@@ -44,8 +46,9 @@
 // ErrorSemaphoreFailed as usual. What Vulkan sees is set by VulkanFailurePolicy: by default
 // nothing (forwarding stops; Vulkan work waiting for values baton would have signalled stays
 // blocked), or a release signal so that Vulkan waits return (see VulkanFailurePolicy::Release).
-// A lost Vulkan device (VK_ERROR_DEVICE_LOST seen by the bridge) fails every semaphore imported
-// from it in baton, with a reason naming the VkResult.
+// A Vulkan call of the bridge that fails (VK_ERROR_DEVICE_LOST seen by the watcher's
+// vkWaitSemaphores or by a forwarding vkSignalSemaphore) fails the baton semaphore, with a
+// reason naming the VkResult, so that the two sides never silently diverge.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -81,15 +84,16 @@ const char* interopModeName(InteropMode mode) noexcept;
 
 // What the VkSemaphore sees when its baton semaphore fails. Vulkan has no failure state.
 enum class VulkanFailurePolicy : uint32_t {
-  // Stop forwarding: Vulkan is never signalled again, so Vulkan work waiting for a value that
-  // baton would have signalled stays blocked (it depends on results that were not produced).
-  // Destroy or re-create the Vulkan side only after that work is known not to exist.
+  // Stop forwarding: Vulkan is never signalled again by baton, so Vulkan work waiting for a
+  // value that baton would have signalled stays blocked (it depends on results that were not
+  // produced). Before tearing Vulkan down, release it yourself (vkSignalSemaphore) or make sure
+  // no such work was submitted.
   Hold = 0,
   // Signal the largest value Vulkan accepts (current + maxTimelineSemaphoreValueDifference), so
   // that every Vulkan wait on the semaphore returns and vkDeviceWaitIdle/teardown cannot hang.
   // The data those waits guarded is not valid, and if Vulkan itself still has signals of this
-  // semaphore pending, this breaks Vulkan's ordering rules (VUID-...-03259): use it for teardown
-  // paths, and read the failure from baton.
+  // semaphore pending, this breaks Vulkan's ordering rules (VUID-VkSemaphoreSignalInfo-value-
+  // 03259): use it for teardown paths, and read the failure from baton.
   Release = 1,
 };
 
