@@ -48,15 +48,15 @@ using Clock = std::chrono::steady_clock;
   std::fprintf(stderr, "cuda_bench: %s: %s\n", what, detail);
   std::exit(1);
 }
-#define BATON_OK(expr)                                                      \
-  do {                                                                      \
-    Result r_ = (expr);                                                     \
-    if (r_ != Result::Success) die(#expr, baton::lastErrorMessage());       \
+#define BATON_OK(expr)                                                \
+  do {                                                                \
+    Result r_ = (expr);                                               \
+    if (r_ != Result::Success) die(#expr, baton::lastErrorMessage()); \
   } while (0)
-#define CU_OK(expr)                                                                  \
-  do {                                                                               \
-    CUresult r_ = (expr);                                                            \
-    if (r_ != CUDA_SUCCESS) die(#expr, baton::cuda::resultName(r_).c_str());         \
+#define CU_OK(expr)                                                          \
+  do {                                                                       \
+    CUresult r_ = (expr);                                                    \
+    if (r_ != CUDA_SUCCESS) die(#expr, baton::cuda::resultName(r_).c_str()); \
   } while (0)
 
 const baton::cuda::Symbols* cu = nullptr;
@@ -138,7 +138,8 @@ Result recordNative(const baton::NativeQueue& q, void* user) {
              : Result::ErrorDriver;
 }
 
-baton::CommandBuffer commands(std::initializer_list<std::pair<baton::NativeCallback, void*>> natives) {
+baton::CommandBuffer commands(
+    std::initializer_list<std::pair<baton::NativeCallback, void*>> natives) {
   baton::CommandBuffer cb;
   BATON_OK(env.device.createCommandBuffer(&cb));
   BATON_OK(cb.begin());
@@ -272,8 +273,8 @@ void benchSubmit() {
     }
   }
   char note[96];
-  std::snprintf(note, sizeof note, "(batches of %d; %d/%d batches outlived the 1 ms kernel)", kBatch,
-                late, kReps);
+  std::snprintf(note, sizeof note, "(batches of %d; %d/%d batches outlived the 1 ms kernel)",
+                kBatch, late, kReps);
   row("submit (1 wait + 1 signal)", median(ours) / 1e3, median(raw) / 1e3, "us", note);
   // The backend-independent part: the same submission on a host queue (validation, handles,
   // scheduler, semaphores), whose issue is a push to a worker thread.
@@ -469,8 +470,7 @@ void benchHostWake() {
   }
   double o = median(ours), r = median(raw);
   char note[96];
-  std::snprintf(note, sizeof note, "(includes the gate's exit; difference %.2f us)",
-                (o - r) / 1e3);
+  std::snprintf(note, sizeof note, "(includes the gate's exit; difference %.2f us)", (o - r) / 1e3);
   row("host wake after GPU completion", o / 1e3, r / 1e3, "us", note);
   CU_OK(cu->cuEventDestroy(e));
 }
@@ -546,8 +546,8 @@ void benchSteadyState() {
   baton::Semaphore a = semaphore("steady-a"), b = semaphore("steady-b");
   std::printf("\nsteady state: %d submissions, alternating 2 queues, each waiting on the other\n",
               kTotal);
-  std::printf("%10s %10s %10s %10s %12s %10s %12s\n", "submitted", "events", "in use",
-              "timepoints", "in flight", "RSS KiB", "us/submit");
+  std::printf("%10s %10s %10s %10s %12s %10s %12s\n", "submitted", "events", "in use", "timepoints",
+              "in flight", "RSS KiB", "us/submit");
   auto t0 = Clock::now();
   for (int i = 1; i <= kTotal; ++i) {
     uint64_t v = static_cast<uint64_t>(i);
@@ -580,12 +580,14 @@ int main() {
   setvbuf(stdout, nullptr, _IONBF, 0);
   setup();
   std::printf("BATON_CUDA_BLOCKING_SYNC_EVENTS=%s\n\n",
-              std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS") ? std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS") : "0");
+              std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS")
+                  ? std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS")
+                  : "0");
   std::printf("%-34s %12s %12s %9s  %s\n", "figure", "baton", "raw CUDA", "ratio", "unit");
   struct {
     const char* name;
     void (*run)();
-  } benches[] = {{"submit", benchSubmit},       {"ping-pong", benchPingPong},
+  } benches[] = {{"submit", benchSubmit},        {"ping-pong", benchPingPong},
                  {"wbs", benchWaitBeforeSignal}, {"wake", benchHostWake},
                  {"naive", benchNaive},          {"cpu", benchCpuWhileWaiting},
                  {"steady", benchSteadyState}};

@@ -73,8 +73,9 @@ core::Status load(Driver& d) {
     return core::Status(Result::ErrorBackendUnavailable, s.message());
   }
   r = d.sym.cuDriverGetVersion(&d.version);
-  if (r != CUDA_SUCCESS) return core::Status(Result::ErrorBackendUnavailable,
-                                             toStatus(r, "cuDriverGetVersion").message());
+  if (r != CUDA_SUCCESS)
+    return core::Status(Result::ErrorBackendUnavailable,
+                        toStatus(r, "cuDriverGetVersion").message());
   return core::Status();
 }
 

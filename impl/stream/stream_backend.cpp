@@ -44,11 +44,12 @@ constexpr uint64_t kHostWaitSpinNs = 50'000;
 // queue that is always busy with long work burns.
 constexpr uint64_t kCompletionSpinNs = 10'000;
 // When nothing waits for it on the host, the completion thread sleeps by polling, with a
-// backoff from 20 µs to 200 µs (at most 5000 polls/s per busy queue, ~1% of a core). Sleeping
-// in the driver instead needs a blocking-sync event behind the oldest record, on a helper
-// stream (blocking-sync pool events cost 17.7 µs per record on the H100, vs 0.54 µs): that
-// extra stream activity delayed GPU-side edges between other streams by ~3 µs (wait-before-
-// signal edge 4.5 µs vs 1.5 µs raw), so it is used only while a host thread waits.
+// backoff from 20 µs to 200 µs (at most 5000 polls of two event queries per second and busy
+// queue). Sleeping in the driver instead needs a blocking-sync event behind the oldest record,
+// on a helper stream (blocking-sync pool events cost 17.4 µs per record on the H100, plain ones
+// 0.57 µs): measured on the H100, that extra stream activity delayed GPU-side edges between
+// other streams (wait-before-signal edge 4.5 µs with it, 2.4 µs without, 1.5 µs raw), so it
+// is used only while a host thread waits or a record needs prompt publication.
 constexpr uint64_t kPollMinNs = 20'000;
 constexpr uint64_t kPollMaxNs = 200'000;
 // With nothing in flight, the completion thread keeps polling this long before it sleeps until
@@ -253,8 +254,7 @@ class StreamTimepoint final : public core::Timepoint {
   // Completion thread only, once: publishes the outcome and wakes sleeping waiters.
   void complete(const Status& outcome) {
     outcome_ = outcome;
-    if (state_.exchange(kDone, std::memory_order_acq_rel) == kPendingWaiters)
-      futexWakeAll(&state_);
+    if (state_.exchange(kDone, std::memory_order_acq_rel) == kPendingWaiters) futexWakeAll(&state_);
   }
 
  private:
@@ -305,7 +305,10 @@ struct Record {
 
 struct QueueShared : std::enable_shared_from_this<QueueShared> {
   QueueShared(std::shared_ptr<DeviceShared> d, core::Device* cd, uint32_t i, std::string l)
-      : device(std::move(d)), coreDevice(cd), driver(device->driver), index(i),
+      : device(std::move(d)),
+        coreDevice(cd),
+        driver(device->driver),
+        index(i),
         label(std::move(l)) {}
   ~QueueShared() {
     ContextScope scope(driver, device->config.context);
@@ -370,8 +373,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
   // completion thread resuming a suspended submission. Taken after the core queue's lock.
   std::mutex issueMutex;
-  std::optional<Record> continuation;                       // a suspended submission
-  std::deque<std::unique_ptr<core::Submission>> deferred;   // issued behind it
+  std::optional<Record> continuation;                      // a suspended submission
+  std::deque<std::unique_ptr<core::Submission>> deferred;  // issued behind it
   // Records in flight whose signals the completion thread publishes (host calls, and what was
   // issued behind them). While there are any, later records are published the same way: a
   // queue's signals become visible in submission order (Vulkan's signal operation order), and
@@ -570,8 +573,7 @@ class Issuer {
   // end of the submission.
   static const core::Command* current(Record& rec) {
     const auto& lists = rec.submission->commandLists;
-    while (rec.nextList < lists.size() &&
-           rec.nextCommand >= lists[rec.nextList]->commands.size()) {
+    while (rec.nextList < lists.size() && rec.nextCommand >= lists[rec.nextList]->commands.size()) {
       ++rec.nextList;
       rec.nextCommand = 0;
     }
@@ -593,8 +595,8 @@ class Issuer {
         } else {
           if (!q_.device->config.memoryPool)
             return Status(Result::ErrorNotSupported, q_.label + " has no memory pool");
-          BATON_TRY(d_.memAllocAsync(&a.deviceAddress, a.size, q_.device->config.memoryPool,
-                                     q_.stream));
+          BATON_TRY(
+              d_.memAllocAsync(&a.deviceAddress, a.size, q_.device->config.memoryPool, q_.stream));
           a.native = tagOf(MemoryTag::StreamOrdered);
         }
         b.allocation = a;
@@ -643,13 +645,13 @@ class Issuer {
           // The data lives in the command list, which the record keeps until the event
           // completes. Updates are at most kMaxUpdateSize (64 KiB): the driver stages pageable
           // copies that small without waiting for the stream.
-          BATON_TRY(d_.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset,
-                                       c.data.data(), c.size, q_.stream));
+          BATON_TRY(d_.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset, c.data.data(),
+                                       c.size, q_.stream));
           break;
         case core::Command::Kind::HostCall: {
           rec.hostCalls->calls.push_back({rec.hostCalls.get(), c.hostCallback, c.userData});
-          BATON_TRY(d_.launchHostFunc(q_.stream, &HostCalls::trampoline,
-                                      &rec.hostCalls->calls.back()));
+          BATON_TRY(
+              d_.launchHostFunc(q_.stream, &HostCalls::trampoline, &rec.hostCalls->calls.back()));
           // Consecutive host calls go together (the trampoline skips those after a failure);
           // anything else after a host call waits for its result.
           const core::Command* after = current(rec);
@@ -797,7 +799,8 @@ class Completion {
   // Returns NotReady when it woke without completion.
   Status sleepOnOldest() {
     void* event = inflight_.front().timepoint->event();
-    const uint64_t spinEnd = core::nowNs() + kCompletionSpinNs;
+    // Spin only after progress, not at every poll of a long wait.
+    const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? kCompletionSpinNs : 0);
     for (;;) {
       Status s = d_.eventQuery(event);
       if (s.code() != Result::NotReady) return s;
@@ -820,9 +823,9 @@ class Completion {
     return d_.eventSynchronize(q_->sleepEvent);
   }
 
-  // Publishes the first n records: timepoints completed, signal values reached (one reach per
-  // semaphore, with the highest value), host-call failures propagated, deferred frees done;
-  // then resumes a suspended submission whose host calls have run.
+  // Publishes the first n records: timepoints completed, signal values reached, host-call
+  // failures propagated, deferred frees done; then resumes a suspended submission whose host
+  // calls have run.
   void finish(size_t n) {
     uint64_t submissions = 0;
     bool resume = false;
@@ -1039,9 +1042,7 @@ class StreamDevice final : public core::DeviceImpl {
     return Status();
   }
 
-  void free(const core::Allocation& allocation) override {
-    shared_->freeAllocation(allocation);
-  }
+  void free(const core::Allocation& allocation) override { shared_->freeAllocation(allocation); }
 
  private:
   core::Device& device_;

@@ -1,18 +1,22 @@
 // The stream/event machinery shared by the CUDA and HIP backends (DESIGN §2, §4), written once
 // and parameterised by a DriverTable (stream_driver.hpp).
 //
-// How a submission runs on an in-order stream:
+// How a submission runs on an in-order stream (one per queue):
 //   - issue (on the submitting or releasing thread, in queue order): wait GPU-side for each
 //     waited timepoint (streamWaitEvent), enqueue the commands, record a pooled event, attach it
 //     as a Timepoint to every signal semaphore — from then on, queues of the same backend that
 //     wait for those values are released by the core scheduler and wait GPU-side too, with no
 //     host round trip — and hand the event to the queue's completion thread;
-//   - completion (the queue's completion thread): observes the events in order, publishes the
-//     signalled values (Semaphore::reach, so that values advance with no host waiter: needed by
-//     host queues and by submissions held on a value), recycles events, and turns sticky driver
-//     errors into device loss.
-// Host waits wait on the Timepoint itself: a short spin on the event, then a sleep that the
-// completion thread ends.
+//   - completion (one thread per queue): observes the events in order, publishes the signalled
+//     values (Semaphore::reach, so that values advance with no host waiter: host queues, mirrored
+//     Vulkan semaphores and other backends see them), recycles events, resumes submissions
+//     suspended on host calls, and turns sticky driver errors into device loss.
+// Host calls: their signals are not GPU-waitable (a failed host call must fail them, after a GPU
+// waiter would already have run); the completion thread publishes them once the host calls ran,
+// and GPU work after a host call in the same submission waits for its result (suspension).
+// Host waits wait on the Timepoint itself: a 50 µs spin on the event, then a sleep that the
+// completion thread ends; while a host thread sleeps, that thread sleeps in the driver
+// (interrupt-driven), otherwise it polls with a backoff (see kPollMaxNs).
 #pragma once
 
 #include <cstdint>
@@ -26,12 +30,13 @@ namespace baton::stream {
 
 struct DeviceConfig {
   const DriverTable* driver = nullptr;
-  void* context = nullptr;  // made current around every driver call for this device
-  int32_t ordinal = 0;      // NativeQueue::deviceOrdinal
+  void* context = nullptr;     // made current around every driver call for this device
+  int32_t ordinal = 0;         // NativeQueue::deviceOrdinal
   void* memoryPool = nullptr;  // for queue-ordered allocation; null when unsupported
   // Whether pooled events are created blocking-sync (the completion thread then sleeps in
   // eventSynchronize on them directly) or not (it sleeps on a blocking-sync helper event
-  // recorded behind them on a helper stream). See DeviceShared in stream_backend.cpp.
+  // recorded behind them on a helper stream). Off by default: on the H100 recording a
+  // blocking-sync event cost 17.4 µs against 0.57 µs for a plain one (bench/cuda).
   bool blockingSyncEvents = false;
   // Called once, on whichever thread drops the last reference to the device's shared state
   // (events, streams and timepoints gone): releases the context and the memory pool.

@@ -52,9 +52,8 @@ TEST_F(CudaTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
   KernelCall bad;
   bad.function = kernels_.badWrite;
   bad.argument = 0x10;  // never mapped
-  auto crash = makeCommands([&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.native(&KernelCall::native, &bad));
-  });
+  auto crash = makeCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(&KernelCall::native, &bad)); });
   // Held on a host semaphore that is never signalled: must fail when the device is lost.
   ASSERT_OK(submit(queue(2), {{*hostOnly, 1}}, {}, {{*held, 1}}));
   ASSERT_OK(submit(queue(0), {}, {*crash}, {{*faulted, 1}}));

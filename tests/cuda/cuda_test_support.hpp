@@ -51,8 +51,7 @@ class Kernels {
                    {&spinNs, "baton_spin_ns"},
                    {&empty, "baton_empty"}};
     for (auto& e : entries)
-      if (CUresult r = s.cuModuleGetFunction(e.fn, module_, e.name))
-        return describe(r, e.name);
+      if (CUresult r = s.cuModuleGetFunction(e.fn, module_, e.name)) return describe(r, e.name);
     return "";
   }
 
@@ -104,7 +103,8 @@ struct KernelCall {
     auto* self = static_cast<KernelCall*>(userData);
     self->issued.fetch_add(1);
     void* params[] = {&self->argument};
-    self->lastResult = Kernels::launch(self->function, q.stream, self->hasArgument ? params : nullptr);
+    self->lastResult =
+        Kernels::launch(self->function, q.stream, self->hasArgument ? params : nullptr);
     return self->lastResult == CUDA_SUCCESS ? baton::Result::Success : baton::Result::ErrorDriver;
   }
 };

@@ -59,8 +59,10 @@ TEST_F(CudaTest, NativeQueueDescribesTheStream) {
     ++s->calls;
     return Result::Success;
   };
-  auto cb0 = makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[0])); });
-  auto cb1 = makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[1])); });
+  auto cb0 =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[0])); });
+  auto cb1 =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[1])); });
   ASSERT_OK(submit(queue(0), {}, {*cb0}, {}));
   ASSERT_OK(submit(queue(1), {}, {*cb1}, {}));
   ASSERT_OK(device_->waitIdle());
@@ -212,15 +214,13 @@ TEST_F(CudaTest, CrossBackendChainsInBothDirections) {
   ASSERT_OK(submit(queue(1), {{*toCuda, 1}}, {*cudaWork}, {{*toHost, 1}}));
   // Host queue consumer of the CUDA signal, also before its producer exists.
   HostRead reader{outWord};
-  auto hostRead = makeCommands(*host, [&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.hostCall(&HostRead::run, &reader));
-  });
+  auto hostRead = makeCommands(
+      *host, [&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(&HostRead::run, &reader)); });
   ASSERT_OK(submit(hq, {{*toHost, 1}}, {*hostRead}, {{*done, 1}}));
   // Producer on the host queue.
   HostWrite writer{inWord, 0xFEEDu};
-  auto hostWrite = makeCommands(*host, [&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.hostCall(&HostWrite::run, &writer));
-  });
+  auto hostWrite = makeCommands(
+      *host, [&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(&HostWrite::run, &writer)); });
   ASSERT_OK(submit(hq2, {}, {*hostWrite}, {{*toCuda, 1}}));
 
   ASSERT_OK(done->wait(1, kLongNs)) << sink_.dump();
@@ -251,9 +251,8 @@ TEST_F(CudaTest, FailedHostCallKeepsGpuWaitersFromRunning) {
   auto failing = makeCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.hostCall([](void*) { return Result::ErrorInvalidState; }, nullptr));
   });
-  auto consumer = makeCommands([&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.fillBuffer(*out, 0, 4, kPattern));
-  });
+  auto consumer = makeCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.fillBuffer(*out, 0, 4, kPattern)); });
   ASSERT_OK(submit(queue(1), {{*s, 1}}, {*consumer}, {{*t, 1}}));
   ASSERT_OK(submit(queue(0), {}, {*failing}, {{*s, 1}}));
   EXPECT_EQ(t->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
@@ -280,17 +279,16 @@ TEST_F(CudaTest, CommandsAfterAHostCallRunAfterIt) {
   auto* otherWords = static_cast<uint32_t*>(mapped(*other));
   std::memset(words, 0, 4096);
   std::memset(otherWords, 0, 4096);
-  HostWrite first{words, 7};      // runs first: the fill below must overwrite it
-  HostRead seen{words + 1023};    // runs after the fill
+  HostWrite first{words, 7};    // runs first: the fill below must overwrite it
+  HostRead seen{words + 1023};  // runs after the fill
   auto s = makeSemaphore("after-host-call"), t = makeSemaphore("behind");
   auto a = makeCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.hostCall(&HostWrite::run, &first));
     EXPECT_OK(cb.fillBuffer(*buf, 0, 4096, kPattern));
     EXPECT_OK(cb.hostCall(&HostRead::run, &seen));
   });
-  auto b = makeCommands([&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.fillBuffer(*other, 0, 4096, kPattern + 1));
-  });
+  auto b = makeCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.fillBuffer(*other, 0, 4096, kPattern + 1)); });
   for (int round = 0; round < 10; ++round) {
     seen.seen = 0;
     ASSERT_OK(submit(queue(0), {}, {*a}, {{*s, static_cast<uint64_t>(round + 1)}}));
@@ -408,7 +406,21 @@ TEST_F(CudaTest, RuntimeApiKernelThroughNative) {
 #endif
 }
 
-// A semaphore signalled on one GPU and waited for on another, released on record (gated).
+// A semaphore signalled on one GPU and waited for on another, released on record (gated). The
+// data crosses through pinned host memory: the second GPU's native callback copies the first
+// GPU's buffer (a command buffer may only name buffers of its own device).
+struct CrossDeviceCopy {
+  uint64_t dst = 0, src = 0, size = 0;
+  std::atomic<int> issued{0};
+  static Result run(const baton::NativeQueue& q, void* user) {
+    auto* self = static_cast<CrossDeviceCopy*>(user);
+    self->issued.fetch_add(1);
+    CUresult r = baton::cuda::symbols().cuMemcpyAsync(self->dst, self->src, self->size,
+                                                      static_cast<CUstream>(q.stream));
+    return r == CUDA_SUCCESS ? Result::Success : Result::ErrorDriver;
+  }
+};
+
 TEST_F(CudaTest, TwoGpuWait) {
   if (cudaDevices_.size() < 2)
     GTEST_SKIP() << "needs 2 CUDA devices, this machine has " << cudaDevices_.size();
@@ -421,17 +433,21 @@ TEST_F(CudaTest, TwoGpuWait) {
   ASSERT_OK(second->getQueue(0, &q1));
   auto src = makeBuffer(4096, MemoryKind::Device);
   auto shared = makeBuffer(4096, MemoryKind::HostPinned);  // portable: visible to both GPUs
-  auto dst = makeBuffer(*second, 4096, MemoryKind::Device);
+  auto staging = makeBuffer(*second, 4096, MemoryKind::Device);
   auto out = makeBuffer(*second, 4096, MemoryKind::HostPinned);
+  std::memset(mapped(*shared), 0, 4096);
   std::memset(mapped(*out), 0, 4096);
+  CrossDeviceCopy copy;
+  copy.size = 4096;
+  ASSERT_OK(shared->getDeviceAddress(&copy.src));
+  ASSERT_OK(staging->getDeviceAddress(&copy.dst));  // host to device: ordered on the stream
   auto s = makeSemaphore("gpu0->gpu1"), t = makeSemaphore("gpu1 done");
-  std::atomic<int> issued{0};
   auto consumer = makeCommands(*second, [&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.native(countIssue, &issued));
-    EXPECT_OK(cb.copyBuffer(*shared, 0, *dst, 0, 4096));
-    EXPECT_OK(cb.copyBuffer(*dst, 0, *out, 0, 4096));
+    EXPECT_OK(cb.native(&CrossDeviceCopy::run, &copy));
+    EXPECT_OK(cb.copyBuffer(*staging, 0, *out, 0, 4096));
   });
   ASSERT_OK(submit(q1, {{*s, 1}}, {*consumer}, {{*t, 1}}));
+  EXPECT_EQ(copy.issued.load(), 0);
   Gate gate(*device_, kernels_);
   auto producer = makeCommands([&](baton::CommandBuffer cb) {
     gate.record(cb);
@@ -439,7 +455,7 @@ TEST_F(CudaTest, TwoGpuWait) {
     EXPECT_OK(cb.copyBuffer(*src, 0, *shared, 0, 4096));
   });
   ASSERT_OK(submit(queue(0), {}, {*producer}, {{*s, 1}}));
-  EXPECT_EQ(issued.load(), 1) << "the second GPU waits GPU-side, released on record";
+  EXPECT_EQ(copy.issued.load(), 1) << "the second GPU waits GPU-side, released on record";
   EXPECT_EQ(t->wait(1, 2 * kMs), Result::Timeout);
   gate.open();
   ASSERT_OK(t->wait(1, kLongNs));
@@ -453,9 +469,8 @@ TEST_F(CudaTest, TwoGpuWait) {
 // submission's signals with the CUresult's name, and the device stays usable.
 TEST_F(CudaTest, DriverErrorFailsTheSignalsWithTheCudaErrorName) {
   auto buffer = makeBuffer(64, MemoryKind::Device);
-  auto fill = makeCommands([&](baton::CommandBuffer cb) {
-    EXPECT_OK(cb.fillBuffer(*buffer, 0, 64, 1));
-  });
+  auto fill =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.fillBuffer(*buffer, 0, 64, 1)); });
   auto s = makeSemaphore("injected");
   baton::cuda::clearFaults();
   ASSERT_TRUE(baton::cuda::injectFault("cuMemsetD32Async", CUDA_ERROR_INVALID_VALUE));
@@ -512,8 +527,8 @@ TEST_F(CudaTest, EventPoolStaysBounded) {
   for (int i = 1; i <= kCount; ++i) {
     ASSERT_OK(submit(queue(0), {{*b, static_cast<uint64_t>(i - 1)}}, {},
                      {{*a, static_cast<uint64_t>(i)}}));
-    ASSERT_OK(submit(queue(1), {{*a, static_cast<uint64_t>(i)}}, {},
-                     {{*b, static_cast<uint64_t>(i)}}));
+    ASSERT_OK(
+        submit(queue(1), {{*a, static_cast<uint64_t>(i)}}, {}, {{*b, static_cast<uint64_t>(i)}}));
   }
   ASSERT_OK(b->wait(kCount, kLongNs));
   ASSERT_OK(device_->waitIdle());

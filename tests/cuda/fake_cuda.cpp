@@ -29,7 +29,7 @@ int deviceCount() {
 struct Context {
   int ordinal;
 };
-Context gContexts[16] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7},
+Context gContexts[16] = {{0}, {1}, {2},  {3},  {4},  {5},  {6},  {7},
                          {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}};
 
 struct Stream {
