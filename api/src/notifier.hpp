@@ -17,6 +17,7 @@
 namespace baton::core {
 
 class Queue;
+class Parker;
 
 class Notifier {
  public:
@@ -30,6 +31,11 @@ class Notifier {
   // Asks for a scheduler pass of `queue` when the outermost Scope of this thread closes.
   // Callable with any lock held.
   static void schedule(Queue* queue);
+  // Wakes `parker` when the outermost Scope of this thread closes, once no lock is held: a wake
+  // issued under a semaphore's lock sends the woken thread straight into that lock (it unlinks
+  // its nodes), to sleep a second time. `owner` keeps the parker alive until the wake, so a
+  // waiter that timed out meanwhile may return safely. Callable with any lock held.
+  static void unparkLater(Ref<Object> owner, Parker* parker);
   // Removes and returns the passes scheduled on this thread, for a thread that must not run
   // them itself: a CUDA/HIP host function, where issuing (driver calls) is forbidden, hands
   // them to another thread, which calls Queue::evaluate() on each. Call it inside a Scope.

@@ -1,6 +1,7 @@
 #include "parker.hpp"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,8 +11,12 @@
 namespace baton::core {
 namespace {
 
-// How long park() spins before sleeping, in polls of the token (~2-4 µs on current x86).
-constexpr int kSpinPolls = 200;
+// Before sleeping, park() polls the token a few times, yielding the CPU between polls: a
+// hand-off that lands within microseconds is cheaper to catch awake than through a futex sleep,
+// and yielding (rather than a pause loop) lets the signalling thread run when both share a CPU.
+// Measured with bench/host_bench WakeLatency: a 200-iteration pause spin made the one-CPU
+// ping-pong 2.9x a condition variable; yielding polls bring it to ~0.8x.
+constexpr int kSpinPolls = 20;
 
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) {
   timespec ts;
@@ -35,8 +40,9 @@ void futexWakeAll(std::atomic<uint32_t>* word) {
 bool Parker::park(Deadline deadline) noexcept {
   for (int i = 0; i < kSpinPolls; ++i) {
     uint32_t expected = kNotified;
-    if (state_.compare_exchange_weak(expected, kEmpty, std::memory_order_acquire)) return true;
-    cpuRelax();
+    if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
+    if (deadline.expired()) break;
+    sched_yield();
   }
   for (;;) {
     uint32_t s = state_.load(std::memory_order_acquire);

@@ -13,9 +13,10 @@ namespace baton::core {
 
 class Parker {
  public:
-  // Blocks until unpark() has been called since the last park() returned true, or until the
-  // deadline. Returns true when unparked, false on timeout. Spurious returns do not happen:
-  // the token is consumed only when set.
+  // Blocks until unpark() has been called since the last park() returned true (or reset()), or
+  // until the deadline. Returns true when unparked, false on timeout. The token is consumed only
+  // when set; callers re-check their condition anyway, since a late unpark meant for an earlier
+  // wait can leave a token behind.
   bool park(Deadline deadline) noexcept;
   // Sets the token and wakes the parked thread, if any. Callable from any thread, with locks
   // held (it never blocks).

@@ -222,10 +222,12 @@ bool Semaphore::hasWaiters() {
 
 namespace {
 
-class HostWaiter : public Waiter {
+// Reference-counted so that a wake deferred past the semaphore's lock (Notifier::unparkLater)
+// never touches a waiter that has already returned.
+class HostWaiter : public Object, public Waiter {
  public:
   bool onSemaphoreEvent(WaitNode&, SemaphoreEvent, Timepoint*) override {
-    parker.unpark();
+    Notifier::unparkLater(Ref<Object>(this), &parker);
     return true;
   }
   Parker parker;
@@ -236,7 +238,7 @@ class HostWaiter : public Waiter {
 Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline deadline) {
   if (entries.empty()) return Status();
   const bool any = mode == WaitMode::Any;
-  HostWaiter waiter;
+  Ref<HostWaiter> waiterRef;  // made on the first sleep: satisfied waits allocate nothing
   std::vector<WaitNode> nodes;
   std::vector<size_t> pending;
   uint64_t backoffNs = 20000;
@@ -297,6 +299,8 @@ Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline dea
     // Sleep until a semaphore event: link a node on every pending semaphore. With recorded
     // device signals among several ANY entries, nobody will notify their completion, so the
     // sleep is bounded and they are queried on waking (backoff 20 µs .. 1 ms).
+    if (!waiterRef) waiterRef = makeRef<HostWaiter>();
+    HostWaiter& waiter = *waiterRef;
     nodes = std::vector<WaitNode>(pending.size());
     bool decided = false;
     size_t linked = 0;
@@ -323,6 +327,8 @@ Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline dea
       waiter.parker.park(until);
     }
     for (size_t i = 0; i < linked; ++i) entries[pending[i]].semaphore->unlink(nodes[i]);
+    // A wake deferred past a semaphore's lock may still land after this reset; the next park
+    // then returns at once and the loop simply looks again.
     waiter.parker.reset();
     if (deadline.expired()) {
       // One last look, so that a value reached exactly at the deadline is not a timeout.
