@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Runs the demo: installs missing Debian packages (as root, or with sudo), configures ./build (or
-# $BATON_BUILD_DIR; reused when present), builds the demo and runs it on the best backend present
-# (CUDA when its driver loads, else the host backend). Arguments go to the demo, e.g.
-# `bash scripts/demo.sh host` to force the host backend.
+# Runs the demo, baton-demo: installs missing Debian packages (as root, or with sudo), configures
+# ./build (or $BATON_BUILD_DIR; reused when present), builds and runs it. It steps a particle
+# simulation on the best baton backend present, splats the particles with a Vulkan compute pass
+# (the GPU's Vulkan driver, or Mesa's lavapipe on a machine without one), pipelines several
+# frames through one shared timeline semaphore, and writes the last frame to baton-demo.png.
+# Arguments go to the demo, e.g. `bash scripts/demo.sh --frames 240 --out frame.png`.
+# Without any Vulkan device it says so and runs hello_timeline (queues + host, no Vulkan) instead.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 baton_install_packages
 baton_configure
 echo "== building the demo"
-meson compile -C "$BUILD" hello_timeline baton-info
+meson compile -C "$BUILD" baton-demo hello_timeline baton-info
 echo "== baton-info"
 "$BUILD/tools/baton-info"
 echo
-echo "== hello_timeline $*"
-exec "$BUILD/samples/hello_timeline" "$@"
+echo "== baton-demo $*"
+status=0
+"$BUILD/samples/demo/baton-demo" "$@" || status=$?
+if [ "$status" -eq 77 ]; then
+  echo "== no Vulkan device: running hello_timeline (baton queues and the host) instead"
+  exec "$BUILD/samples/hello_timeline"
+fi
+exit "$status"
