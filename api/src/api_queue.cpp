@@ -65,6 +65,31 @@ Status buildSignals(core::Device& dev, Span<const SemaphoreValue> signals, size_
   return Status();
 }
 
+Status buildSubmission(core::Device& dev, const SubmitInfo& info, size_t i, Submission& sub) {
+  BATON_TRY(buildWaits(dev, info.waits, i, sub));
+  BATON_TRY(
+      checkList(info.commandBuffers.size(), info.commandBuffers.data(), "command buffers", i));
+  sub.commandLists.reserve(info.commandBuffers.size());
+  for (size_t c = 0; c < info.commandBuffers.size(); ++c) {
+    Status st;
+    Ref<core::CommandBuffer> cb = find<core::CommandBuffer>(
+        info.commandBuffers[c].raw(), ObjectType::CommandBuffer, "command buffer", &st);
+    if (!cb) return st.context(format("submit info %zu, command buffer %zu", i, c));
+    if (cb->device.get() != &dev)
+      return error(Result::ErrorDeviceMismatch,
+                   "submit info %zu, command buffer %zu was created on %s, not on %s", i, c,
+                   cb->device->label().c_str(), dev.label().c_str());
+    std::lock_guard<std::mutex> lock(cb->mutex);
+    if (!cb->ended)
+      return error(Result::ErrorInvalidState,
+                   "submit info %zu, command buffer %zu has no ended recording (call begin() "
+                   "and end() before submitting)",
+                   i, c);
+    sub.commandLists.push_back(cb->ended);
+  }
+  return buildSignals(dev, info.signals, i, sub);
+}
+
 Ref<core::Queue> findQueue(uint64_t h, Status* st) {
   return find<core::Queue>(h, ObjectType::Queue, "queue", st);
 }
@@ -84,32 +109,16 @@ Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
     if (submits.size() && !submits.data())
       return Status(Result::ErrorInvalidArgument, "submit info pointer is null");
     if (dev.lost()) return dev.lostStatus();
+    if (submits.size() == 1) {  // the common case: no vector of submissions
+      auto sub = std::make_unique_for_overwrite<Submission>();  // no zeroing of inline storage
+      BATON_TRY(buildSubmission(dev, submits[0], 0, *sub));
+      return q->submit(std::move(sub));
+    }
     std::vector<std::unique_ptr<Submission>> subs;
     subs.reserve(submits.size());
     for (size_t i = 0; i < submits.size(); ++i) {
-      const SubmitInfo& info = submits[i];
-      auto sub = std::make_unique<Submission>();
-      BATON_TRY(buildWaits(dev, info.waits, i, *sub));
-      BATON_TRY(
-          checkList(info.commandBuffers.size(), info.commandBuffers.data(), "command buffers", i));
-      sub->commandLists.reserve(info.commandBuffers.size());
-      for (size_t c = 0; c < info.commandBuffers.size(); ++c) {
-        Ref<core::CommandBuffer> cb = find<core::CommandBuffer>(
-            info.commandBuffers[c].raw(), ObjectType::CommandBuffer, "command buffer", &st);
-        if (!cb) return st.context(format("submit info %zu, command buffer %zu", i, c));
-        if (cb->device.get() != &dev)
-          return error(Result::ErrorDeviceMismatch,
-                       "submit info %zu, command buffer %zu was created on %s, not on %s", i, c,
-                       cb->device->label().c_str(), dev.label().c_str());
-        std::lock_guard<std::mutex> lock(cb->mutex);
-        if (!cb->ended)
-          return error(Result::ErrorInvalidState,
-                       "submit info %zu, command buffer %zu has no ended recording (call begin() "
-                       "and end() before submitting)",
-                       i, c);
-        sub->commandLists.push_back(cb->ended);
-      }
-      BATON_TRY(buildSignals(dev, info.signals, i, *sub));
+      auto sub = std::make_unique_for_overwrite<Submission>();  // no zeroing of inline storage
+      BATON_TRY(buildSubmission(dev, submits[i], i, *sub));
       subs.push_back(std::move(sub));
     }
     return q->submit(subs);

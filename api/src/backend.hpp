@@ -13,8 +13,12 @@
 // a signal that is neither reached nor failed leaves its waiters hanging.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <utility>
 #include <vector>
 
 #include "baton/buffer.hpp"
@@ -40,7 +44,132 @@ struct Allocation {
   void* native = nullptr;  // backend-private
 };
 
-struct Submission {
+// A vector with room for N elements inside the object: a submission's waits, signals and
+// command lists are almost always one or two each, and three heap allocations per submit were a
+// measurable share of its cost (issue 3, item 9). Grows onto the heap beyond N. Not copyable or
+// movable: submissions travel by unique_ptr.
+template <class T, size_t N>
+class InlineVector {
+ public:
+  InlineVector() noexcept = default;
+  ~InlineVector() {
+    clear();
+    if (data_ != inlineData()) ::operator delete(data_);
+  }
+  InlineVector(const InlineVector&) = delete;
+  InlineVector& operator=(const InlineVector&) = delete;
+
+  size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  T* begin() noexcept { return data_; }
+  T* end() noexcept { return data_ + size_; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
+  T& operator[](size_t i) noexcept { return data_[i]; }
+  const T& operator[](size_t i) const noexcept { return data_[i]; }
+  T& front() noexcept { return data_[0]; }
+  T& back() noexcept { return data_[size_ - 1]; }
+
+  void reserve(size_t n) {
+    if (n > capacity_) grow(n);
+  }
+  void push_back(T&& v) { emplace_back(std::move(v)); }
+  void push_back(const T& v) { emplace_back(v); }
+  template <class... Args>
+  T& emplace_back(Args&&... args) {
+    if (size_ == capacity_) grow(capacity_ * 2);
+    T* p = new (data_ + size_) T(std::forward<Args>(args)...);
+    ++size_;
+    return *p;
+  }
+  T* erase(T* pos) {
+    for (T* p = pos; p + 1 < end(); ++p) *p = std::move(p[1]);
+    --size_;
+    data_[size_].~T();
+    return pos;
+  }
+  void clear() noexcept {
+    for (size_t i = 0; i < size_; ++i) data_[i].~T();
+    size_ = 0;
+  }
+
+ private:
+  T* inlineData() noexcept { return reinterpret_cast<T*>(storage_); }
+  void grow(size_t n) {
+    T* fresh = static_cast<T*>(::operator new(n * sizeof(T)));
+    for (size_t i = 0; i < size_; ++i) {
+      new (fresh + i) T(std::move(data_[i]));
+      data_[i].~T();
+    }
+    if (data_ != inlineData()) ::operator delete(data_);
+    data_ = fresh;
+    capacity_ = n;
+  }
+
+  T* data_ = inlineData();
+  size_t size_ = 0;
+  size_t capacity_ = N;
+  alignas(T) unsigned char storage_[N * sizeof(T)];
+};
+
+// Recycles the memory of one class's objects through a small process-wide cache of free blocks.
+// Submissions and recorded timepoints are made by the submitting thread and freed by a
+// completion or worker thread, so the allocator's per-thread caches never serve them and every
+// submit paid for a trip into the shared heap (issue 3, item 9). Bounded (kCapacity blocks);
+// the lock is held for a push or a pop only. Off under AddressSanitizer, which must see each
+// object's own allocation to report a use after free.
+template <class T>
+class Recycled {
+ public:
+  static void* operator new(size_t size) {
+    if (size == sizeof(T))
+      if (void* p = cache_.take()) return p;
+    return ::operator new(size);
+  }
+  static void operator delete(void* p, size_t size) noexcept {
+    if (size != sizeof(T) || !cache_.put(p)) ::operator delete(p);
+  }
+
+ private:
+  static constexpr uint32_t kCapacity = 512;
+  struct Cache {
+    std::atomic_flag busy;
+    uint32_t count = 0;
+    void* blocks[kCapacity] = {};
+
+    void lock() noexcept {
+      while (busy.test_and_set(std::memory_order_acquire))
+        while (busy.test(std::memory_order_relaxed)) {
+        }
+    }
+    void unlock() noexcept { busy.clear(std::memory_order_release); }
+    void* take() noexcept {
+#ifndef __SANITIZE_ADDRESS__
+      lock();
+      void* p = count ? blocks[--count] : nullptr;
+      unlock();
+      return p;
+#else
+      return nullptr;
+#endif
+    }
+    bool put(void* p) noexcept {
+#ifndef __SANITIZE_ADDRESS__
+      lock();
+      bool kept = count < kCapacity;
+      if (kept) blocks[count++] = p;
+      unlock();
+      return kept;
+#else
+      (void)p;
+      return false;
+#endif
+    }
+  };
+  static inline Cache cache_;
+};
+
+struct Submission : Recycled<Submission> {
   enum class Kind { Commands, Alloca, Dealloca };
   struct Wait {
     Ref<Semaphore> semaphore;
@@ -52,9 +181,9 @@ struct Submission {
     uint64_t value;
   };
   Kind kind = Kind::Commands;
-  std::vector<Wait> waits;
-  std::vector<Ref<CommandList>> commandLists;
-  std::vector<Signal> signals;
+  InlineVector<Wait, 2> waits;
+  InlineVector<Ref<CommandList>, 2> commandLists;
+  InlineVector<Signal, 2> signals;
   Ref<Buffer> buffer;  // Alloca, Dealloca
 };
 

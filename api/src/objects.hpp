@@ -129,6 +129,9 @@ class Queue : public Object, private Waiter {
   // Queues validated submissions in order: issues those whose waits can be met now, holds the
   // rest (and everything behind them).
   Status submit(std::vector<std::unique_ptr<Submission>>& submissions);
+  // The same for one submission (the common case): when nothing is held, a submission that can
+  // be issued now goes straight to the backend, without passing through held_.
+  Status submit(std::unique_ptr<Submission> submission);
   // One scheduler pass: releases held submissions whose waits can now be met.
   void evaluate();
   Status waitIdle(Deadline deadline);

@@ -18,7 +18,9 @@ namespace {
 // ping-pong 2.9x a condition variable; yielding polls bring it to ~0.8x.
 constexpr int kSpinPolls = 20;
 
-void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) {
+}  // namespace
+
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) noexcept {
   timespec ts;
   timespec* tsp = nullptr;
   if (!deadline.isNever()) {
@@ -30,12 +32,10 @@ void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline
           nullptr, FUTEX_BITSET_MATCH_ANY);
 }
 
-void futexWakeAll(std::atomic<uint32_t>* word) {
+void futexWakeAll(std::atomic<uint32_t>* word) noexcept {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
           nullptr, 0);
 }
-
-}  // namespace
 
 bool Parker::park(Deadline deadline) noexcept {
   for (int i = 0; i < kSpinPolls; ++i) {

@@ -29,6 +29,13 @@ class Parker {
   std::atomic<uint32_t> state_{kEmpty};
 };
 
+// Futex wait on one 32-bit word while it holds `expected`, until woken or the deadline
+// (FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, so retries after spurious wake-ups
+// do not stretch the timeout). May return spuriously: callers re-check their word.
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) noexcept;
+// Wakes every thread in futexWait on `word`.
+void futexWakeAll(std::atomic<uint32_t>* word) noexcept;
+
 // A pause instruction for spin loops.
 inline void cpuRelax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)

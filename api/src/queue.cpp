@@ -101,6 +101,28 @@ Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
   return Status();
 }
 
+Status Queue::submit(std::unique_ptr<Submission> sub) {
+  Notifier::Scope scope;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (device_->lost()) return device_->lostStatus();
+  if (!held_.empty()) {  // behind held submissions: in order
+    held_.push_back(std::move(sub));
+    return Status();
+  }
+  // Nothing is held, so node_ is not linked (releaseLocked unlinks it before draining held_)
+  // and this submission is the head: decide it as releaseLocked would.
+  Status failure;
+  WaitNode probe;
+  switch (resolve(*sub, &failure, &probe)) {
+    case Resolution::Ready: impl_->issue(std::move(sub)); return Status();
+    case Resolution::Failed: failSignals(*sub, failure); return Status();
+    case Resolution::Blocked: break;
+  }
+  held_.push_back(std::move(sub));
+  releaseLocked();  // links node_ on the blocking semaphore (or issues, if decided meanwhile)
+  return Status();
+}
+
 void Queue::evaluate() {
   Notifier::Scope scope;
   std::lock_guard<std::mutex> lock(mutex_);

@@ -2,10 +2,6 @@
 // overview. Figures quoted below are from DESIGN §6 (H100, driver 580, CUDA 13).
 #include "stream_backend.hpp"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -55,25 +51,12 @@ constexpr uint64_t kPollMaxNs = 200'000;
 // With nothing in flight, the completion thread keeps polling this long before it sleeps until
 // the next submission wakes it.
 constexpr uint64_t kLingerNs = 2'000'000;
+// Free events a queue takes from its device's pool at once (QueueShared::eventStash).
+constexpr size_t kEventStash = 16;
 
-// Futex on one 32-bit word, as in the core's Parker: FUTEX_WAIT_BITSET takes an absolute
-// CLOCK_MONOTONIC deadline, so retries after spurious wake-ups do not stretch the timeout.
-void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) {
-  timespec ts;
-  timespec* tsp = nullptr;
-  if (!deadline.isNever()) {
-    ts.tv_sec = static_cast<time_t>(deadline.ns / 1000000000ull);
-    ts.tv_nsec = static_cast<long>(deadline.ns % 1000000000ull);
-    tsp = &ts;
-  }
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_BITSET_PRIVATE, expected, tsp,
-          nullptr, FUTEX_BITSET_MATCH_ANY);
-}
-
-void futexWakeAll(std::atomic<uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr,
-          nullptr, 0);
-}
+// Sleeping host waiters use the core's futex helpers (parker.hpp).
+using core::futexWait;
+using core::futexWakeAll;
 
 // What Allocation::native says about where memory came from, so that free() and dealloca pick
 // the matching release.
@@ -113,6 +96,21 @@ class EventPool {
     gEventsInUse.fetch_sub(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(event);
+  }
+
+  // Moves up to `max` free events to `out` under one lock (a queue's stash, below); they count
+  // as in use once taken from the stash.
+  void takeFree(std::vector<void*>& out, size_t max) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t n = std::min(max, free_.size());
+    out.insert(out.end(), free_.end() - static_cast<ptrdiff_t>(n), free_.end());
+    free_.resize(free_.size() - n);
+  }
+  // Returns events of a stash that were never used.
+  void giveBack(std::vector<void*>& events) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.insert(free_.end(), events.begin(), events.end());
+    events.clear();
   }
 
   // Destroys the pooled events; every event is back in the pool by then (timepoints keep the
@@ -180,7 +178,7 @@ struct Waker {
 };
 
 // A recorded device signal: one recording of a pooled event on a queue's stream.
-class StreamTimepoint final : public core::Timepoint {
+class StreamTimepoint final : public core::Timepoint, public core::Recycled<StreamTimepoint> {
  public:
   StreamTimepoint(std::shared_ptr<DeviceShared> shared, std::shared_ptr<Waker> waker,
                   core::Device* device, void* event, void* stream)
@@ -312,6 +310,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
         label(std::move(l)) {}
   ~QueueShared() {
     ContextScope scope(driver, device->config.context);
+    device->pool.giveBack(eventStash);
     if (sleepEvent) (void)driver.eventDestroy(sleepEvent);
     if (sleepStream) (void)driver.streamDestroy(sleepStream);
     if (stream) (void)driver.streamDestroy(stream);
@@ -325,7 +324,12 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     gRecords.fetch_add(1, std::memory_order_relaxed);
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
     // the next poll finds the record (a wake per submission would cost a syscall each).
-    if (waker->idle.exchange(false, std::memory_order_seq_cst)) waker->parker.unpark();
+    // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
+    // completion thread stores idle = true before it checks the inbox under inboxMutex, so a
+    // load that misses that store comes before it, and the check then sees this record.
+    if (waker->idle.load(std::memory_order_seq_cst) &&
+        waker->idle.exchange(false, std::memory_order_seq_cst))
+      waker->parker.unpark();
   }
 
   // A sticky error seen while issuing: the completion thread calls Device::markLost, because the
@@ -373,6 +377,9 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
   // completion thread resuming a suspended submission. Taken after the core queue's lock.
   std::mutex issueMutex;
+  // Free events taken from the device's pool a batch at a time, so that a submission does not
+  // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
+  std::vector<void*> eventStash;
   std::optional<Record> continuation;                      // a suspended submission
   std::deque<std::unique_ptr<core::Submission>> deferred;  // issued behind it
   // Records in flight whose signals the completion thread publishes (host calls, and what was
@@ -496,7 +503,14 @@ class Issuer {
 
   Status recordEvent(Ref<StreamTimepoint>* out) {
     void* event = nullptr;
-    BATON_TRY(q_.device->pool.acquire(&event));
+    if (q_.eventStash.empty()) q_.device->pool.takeFree(q_.eventStash, kEventStash);
+    if (!q_.eventStash.empty()) {
+      event = q_.eventStash.back();
+      q_.eventStash.pop_back();
+      gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      BATON_TRY(q_.device->pool.acquire(&event));  // none free: creates one
+    }
     Status st = d_.eventRecord(event, q_.stream);
     if (!st.ok()) {
       q_.device->pool.release(event);
