@@ -1,6 +1,7 @@
 // Public entry points of CommandBuffer: recording, with every range checked here so backends can
 // trust what they execute.
 #include <cstring>
+#include <functional>
 
 #include "api_entry.hpp"
 #include "baton/command_buffer.hpp"
@@ -156,29 +157,38 @@ Result CommandBuffer::updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
   });
 }
 
+// hostCall and native record the same way: a callback pointer and its user data.
+static Status recordCallback(uint64_t handle, const core::Instance*& owner, Command::Kind kind,
+                             const void* callback, const char* what,
+                             const std::function<void(Command&)>& set) {
+  return record(handle, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
+    BATON_NULL_CHECK(callback, what);
+    Command c{kind};
+    set(c);
+    list.commands.push_back(std::move(c));
+    return Status();
+  });
+}
+
 Result CommandBuffer::hostCall(HostCallback callback, void* userData) const noexcept {
   return entry("CommandBuffer::hostCall", [&](const core::Instance*& owner) -> Status {
-    return record(handle_, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
-      BATON_NULL_CHECK(callback, "host callback");
-      Command c{Command::Kind::HostCall};
-      c.hostCallback = callback;
-      c.userData = userData;
-      list.commands.push_back(std::move(c));
-      return Status();
-    });
+    return recordCallback(handle_, owner, Command::Kind::HostCall,
+                          reinterpret_cast<const void*>(callback), "host callback",
+                          [&](Command& c) {
+                            c.hostCallback = callback;
+                            c.userData = userData;
+                          });
   });
 }
 
 Result CommandBuffer::native(NativeCallback callback, void* userData) const noexcept {
   return entry("CommandBuffer::native", [&](const core::Instance*& owner) -> Status {
-    return record(handle_, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
-      BATON_NULL_CHECK(callback, "native callback");
-      Command c{Command::Kind::Native};
-      c.nativeCallback = callback;
-      c.userData = userData;
-      list.commands.push_back(std::move(c));
-      return Status();
-    });
+    return recordCallback(handle_, owner, Command::Kind::Native,
+                          reinterpret_cast<const void*>(callback), "native callback",
+                          [&](Command& c) {
+                            c.nativeCallback = callback;
+                            c.userData = userData;
+                          });
   });
 }
 

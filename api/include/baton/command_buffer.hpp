@@ -21,7 +21,9 @@ constexpr uint64_t kMaxUpdateSize = 65536;
 // Runs on the host, in queue order, when a submission reaches it. Returning an error code fails
 // the submission: its signal semaphores fail with a reason naming the code; commands after it in
 // the same submission do not run. It must not block on work queued behind it, and must not
-// call the native driver's stream API (CUDA forbids it inside host functions).
+// call the native driver's stream API (CUDA forbids it inside host functions). On GPU backends it
+// runs inside the driver's host function: it may signal or fail baton semaphores (what that
+// releases is issued from another thread), but must not submit to baton queues of a GPU backend.
 using HostCallback = Result (*)(void* userData);
 
 // The backend's native queue, handed to native callbacks at execution time.
