@@ -1,7 +1,6 @@
 // Public entry points of CommandBuffer: recording, with every range checked here so backends can
 // trust what they execute.
 #include <cstring>
-#include <functional>
 
 #include "api_entry.hpp"
 #include "baton/command_buffer.hpp"
@@ -158,9 +157,9 @@ Result CommandBuffer::updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
 }
 
 // hostCall and native record the same way: a callback pointer and its user data.
+template <class Set>
 static Status recordCallback(uint64_t handle, const core::Instance*& owner, Command::Kind kind,
-                             const void* callback, const char* what,
-                             const std::function<void(Command&)>& set) {
+                             const void* callback, const char* what, Set&& set) {
   return record(handle, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
     BATON_NULL_CHECK(callback, what);
     Command c{kind};

@@ -140,7 +140,9 @@ class Queue : public Object, private Waiter {
 
  private:
   enum class Resolution { Ready, Failed, Blocked };
-  Resolution resolve(Submission& sub, Status* failure, WaitNode* blockedOn);
+  // Blocked: *blocking is the semaphore of the first wait that cannot be met yet, and node_'s
+  // value and wantsTimepoints describe that wait (node_ is never linked while this runs).
+  Resolution resolve(Submission& sub, Status* failure, Semaphore** blocking);
   void releaseLocked();
   bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) override;
 

@@ -21,7 +21,7 @@ Queue::~Queue() {
   if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
 }
 
-Queue::Resolution Queue::resolve(Submission& sub, Status* failure, WaitNode* blockedOn) {
+Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** blocking) {
   for (size_t i = 0; i < sub.waits.size();) {
     Submission::Wait& w = sub.waits[i];
     if (w.timepoint) {
@@ -48,12 +48,14 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, WaitNode* blo
           ++i;
           continue;
         }
-        blockedOn->value = w.value;
-        blockedOn->wantsTimepoints = false;  // only reaching the value helps
+        node_.value = w.value;
+        node_.wantsTimepoints = false;  // only reaching the value helps
+        *blocking = w.semaphore.get();
         return Resolution::Blocked;
       case WaitState::Pending:
-        blockedOn->value = w.value;
-        blockedOn->wantsTimepoints = true;
+        node_.value = w.value;
+        node_.wantsTimepoints = true;
+        *blocking = w.semaphore.get();
         return Resolution::Blocked;
     }
   }
@@ -65,18 +67,9 @@ void Queue::releaseLocked() {
   while (!held_.empty()) {
     Submission& head = *held_.front();
     Status failure;
-    WaitNode probe;
-    Resolution r = resolve(head, &failure, &probe);
+    Semaphore* blocking = nullptr;
+    Resolution r = resolve(head, &failure, &blocking);
     if (r == Resolution::Blocked) {
-      // resolve() stops at the first blocking wait: the first wait without a timepoint.
-      Semaphore* blocking = nullptr;
-      for (Submission::Wait& w : head.waits)
-        if (!w.timepoint) {
-          blocking = w.semaphore.get();
-          break;
-        }
-      node_.value = probe.value;
-      node_.wantsTimepoints = probe.wantsTimepoints;
       if (blocking->link(node_)) return;
       continue;  // decided meanwhile: resolve again
     }
@@ -112,14 +105,14 @@ Status Queue::submit(std::unique_ptr<Submission> sub) {
   // Nothing is held, so node_ is not linked (releaseLocked unlinks it before draining held_)
   // and this submission is the head: decide it as releaseLocked would.
   Status failure;
-  WaitNode probe;
-  switch (resolve(*sub, &failure, &probe)) {
+  Semaphore* blocking = nullptr;
+  switch (resolve(*sub, &failure, &blocking)) {
     case Resolution::Ready: impl_->issue(std::move(sub)); return Status();
     case Resolution::Failed: failSignals(*sub, failure); return Status();
     case Resolution::Blocked: break;
   }
   held_.push_back(std::move(sub));
-  releaseLocked();  // links node_ on the blocking semaphore (or issues, if decided meanwhile)
+  if (!blocking->link(node_)) releaseLocked();  // decided meanwhile: resolve again
   return Status();
 }
 
