@@ -1,21 +1,19 @@
 // Public entry points of baton/vulkan.hpp: validation, the choice between native and bridged
 // mode, semaphore and memory import, device matching.
 //
-// Native mode is designed in but no backend of this build implements it (nativeImportProvided
-// says so): a backend that declares kCapabilityExternalSemaphoreTimelineFd must also
-//   - import the fd (cuImportExternalSemaphore, CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_
-//     SEMAPHORE_FD; the driver owns the fd afterwards) and keep the CUexternalSemaphore with the
-//     semaphore (a SemaphoreMirror of its own, whose detach() destroys it once pending work that
-//     uses it is done);
-//   - in its queues, signal it in-stream with cuSignalExternalSemaphoresAsync(params.fence.value)
-//     next to its event record, and wait for values that no baton timepoint covers with
-//     cuWaitExternalSemaphoresAsync instead of holding the submission (the scheduler asks the
-//     queue through QueueImpl::canWait today; it needs a "can wait externally" answer);
-//   - keep host waits off vkWaitSemaphores (10 ms on the NVIDIA driver, DESIGN §6): values its
-//     own queues signal are already tracked by events; values Vulkan signals still need a watcher
-//     (bridge.hpp) to be observed on the host.
-// and, for kCapabilityExternalMemoryOpaqueFd, cuImportExternalMemory +
-// cuExternalMemoryGetMappedBuffer into an Allocation whose release destroys the import.
+// Native mode (DESIGN §5), where the baton device's backend imports OPAQUE_FD handles
+// (DeviceImpl::importsTimelineFd / importsMemoryFd: the CUDA backend):
+//   - semaphores: the fd (given, or exported here with vkGetSemaphoreFdKHR) is imported into the
+//     device; the VulkanMirror holds the import (SemaphoreMirror::external). That device's queues
+//     signal it in stream order next to their event record, and wait for it GPU-side for values
+//     nothing recorded covers yet (the scheduler, Queue::waitExternally), so Vulkan -> CUDA and
+//     CUDA -> Vulkan edges involve no host. Everything else stays as in bridged mode: values
+//     raised elsewhere (host signals, host queues, other devices) are forwarded with
+//     vkSignalSemaphore, which also releases GPU-side waits; Vulkan's own signals are observed
+//     by the watcher for host waiters; host waits on values baton queues signal use baton's
+//     events, never vkWaitSemaphores (10 ms to notice a CUDA signal on the NVIDIA driver).
+//   - memory: the fd is imported and [offset, offset + size) mapped into the device's address
+//     space; the buffer's import object releases both.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -59,11 +57,14 @@ bool validRequest(InteropModeRequest r) {
          r == InteropModeRequest::Bridged;
 }
 
-// Whether the backend of `device` implements native import in this build. None does yet: see
-// the top of this file for what the CUDA backend must provide.
-bool nativeImportProvided(const core::Device&) { return false; }
-
 enum class ImportKind { Semaphore, Memory };
+
+// Whether the backend of `device` implements native import of `kind` in this build and with
+// this driver.
+bool nativeImportProvided(const core::Device& device, ImportKind kind) {
+  return kind == ImportKind::Semaphore ? device.impl()->importsTimelineFd()
+                                       : device.impl()->importsMemoryFd();
+}
 
 struct ModeChoice {
   InteropMode mode = InteropMode::Bridged;
@@ -88,7 +89,7 @@ ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanF
       why.push_back(format("baton device %s (the %s backend) cannot import %s",
                            device->label().c_str(), backendName(p.backend),
                            semaphore ? "external timeline semaphores" : "external memory"));
-    } else if (!nativeImportProvided(*device)) {
+    } else if (!nativeImportProvided(*device, kind)) {
       why.push_back(format("native import is not implemented by the %s backend in this build",
                            backendName(p.backend)));
     }
@@ -152,6 +153,58 @@ Status findOptionalDevice(Device handle, const core::Instance* instance, Ref<cor
   return Status();
 }
 
+// Native semaphore import into `device`: the caller's fd, or one exported here (closed again if
+// the import fails). On success *fdTaken says whether the caller's fd went to the driver.
+Status importTimeline(const VulkanFunctions& fns, const VulkanSemaphoreImportInfo& info,
+                      core::Device& device, Ref<core::ExternalSemaphore>* out, bool* fdTaken) {
+  *fdTaken = false;
+  int fd = info.fd;
+  if (fd < 0) {
+    auto get =
+        interop::vkStruct<VkSemaphoreGetFdInfoKHR>(VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR);
+    get.semaphore = info.semaphore;
+    get.handleType = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkResult r = fns.getSemaphoreFd(info.vulkan.device, &get, &fd);
+    if (r != VK_SUCCESS) return interop::vkFailure("vkGetSemaphoreFdKHR (OPAQUE_FD)", r);
+  }
+  Status st = device.impl()->importTimelineFd(fd, device.handle, out);
+  if (!st.ok()) {
+    if (info.fd < 0) close(fd);
+    return st.context("importing the timeline semaphore into " + device.label());
+  }
+  *fdTaken = info.fd >= 0;
+  return Status();
+}
+
+// Native memory import into `device`: *allocation and *keep as DeviceImpl::importMemoryFd; the
+// fd as importTimeline.
+Status importMemoryNative(const VulkanFunctions& fns, const VulkanMemoryImportInfo& info,
+                          core::Device& device, core::Allocation* allocation, Ref<Object>* keep,
+                          bool* fdTaken) {
+  *fdTaken = false;
+  int fd = info.fd;
+  if (fd < 0) {
+    auto get = interop::vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
+    get.memory = info.memory;
+    get.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkResult r = fns.getMemoryFd(info.vulkan.device, &get, &fd);
+    if (r != VK_SUCCESS) return interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
+  }
+  core::MemoryFdImport import;
+  import.fd = fd;
+  import.allocationSize = info.allocationSize;
+  import.offset = info.offset;
+  import.size = info.size;
+  import.dedicated = info.dedicated;
+  Status st = device.impl()->importMemoryFd(import, allocation, keep);
+  if (!st.ok()) {
+    if (info.fd < 0) close(fd);
+    return st.context("importing Vulkan memory into " + device.label());
+  }
+  *fdTaken = info.fd >= 0;
+  return Status();
+}
+
 Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImportInfo& info,
                        Semaphore* out, InteropMode* mode = nullptr) {
   if (!info.semaphore)
@@ -189,15 +242,20 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   ModeChoice choice =
       chooseMode(ImportKind::Semaphore, info.mode, fns, true, device.get(), exportable);
   if (!choice.refusal.ok()) return choice.refusal;
-  if (choice.mode == InteropMode::Native) {
-    // Unreachable until a backend provides native import (nativeImportProvided).
-    return error(Result::ErrorNotSupported, "native semaphore import is not implemented");
-  }
-
   uint64_t initial = 0;
   VkResult r = fns.getSemaphoreCounterValue(info.vulkan.device, info.semaphore, &initial);
   if (r != VK_SUCCESS)
     return interop::vkFailure("vkGetSemaphoreCounterValue (reading the value to import)", r);
+  Ref<core::ExternalSemaphore> external;
+  bool fdTaken = false;  // the driver owns info.fd now
+  if (choice.mode == InteropMode::Native) {
+    Status imported = importTimeline(fns, info, *device, &external, &fdTaken);
+    if (!imported.ok()) {
+      if (info.mode == InteropModeRequest::Native) return imported;
+      choice.mode = InteropMode::Bridged;  // Auto: still usable, bridged
+      choice.reason = "bridged, because native import failed: " + imported.message();
+    }
+  }
 
   std::string name =
       info.debugName && info.debugName[0]
@@ -207,7 +265,7 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   Ref<core::Semaphore> s = makeRef<core::Semaphore>(inst, initial, name);
   Ref<VulkanMirror> mirror =
       makeRef<VulkanMirror>(fns, info.vulkan.device, info.semaphore, info.failurePolicy,
-                            choice.mode, choice.reason, initial);
+                            choice.mode, choice.reason, initial, std::move(external));
   s->setMirror(mirror);
   BATON_TRY(mirror->attach(s.get()));
   uint64_t h = HandleTable::get().insert(s, ObjectType::Semaphore);
@@ -217,7 +275,7 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   }
   s->setHandle(h);
   inst->children.add(h, ObjectType::Semaphore);
-  if (info.fd >= 0) close(info.fd);  // bridged mode has no use for it; ours after success
+  if (info.fd >= 0 && !fdTaken) close(info.fd);  // bridged mode has no use for it
   core::message(inst.get(), choice.uuidMismatch ? MessageSeverity::Warning : MessageSeverity::Info,
                 "semaphore '" + name + "' imported from Vulkan device " + fns.label + " in " +
                     interopModeName(choice.mode) + " mode: " + choice.reason);
@@ -230,13 +288,14 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
 class ImportedMemory final : public Object {
  public:
   ImportedMemory(const VulkanFunctions& fns, VkDevice device, VkDeviceMemory memory, bool mapped,
-                 InteropMode mode, std::string reason)
+                 InteropMode mode, std::string reason, Ref<Object> native = {})
       : fns(fns),
         device(device),
         memory(memory),
         mappedByBaton(mapped),
         mode(mode),
-        reason(std::move(reason)) {}
+        reason(std::move(reason)),
+        native(std::move(native)) {}
   ~ImportedMemory() override {
     if (mappedByBaton) fns.unmapMemory(device, memory);
   }
@@ -246,18 +305,44 @@ class ImportedMemory final : public Object {
   const bool mappedByBaton;
   const InteropMode mode;
   const std::string reason;
+  const Ref<Object> native;  // native mode: the backend's import (mapping + driver object)
 };
+
+// Makes the Buffer of an imported range and publishes its handle.
+Status publishImported(const Ref<core::Device>& dev, const VulkanMemoryImportInfo& info,
+                       const VulkanFunctions& fns, const ModeChoice& choice,
+                       Ref<ImportedMemory> memory, const core::Allocation& allocation,
+                       MemoryKind kind, Buffer* buffer) {
+  BufferCreateInfo bci;
+  bci.size = info.size;
+  bci.memory = kind;
+  Ref<core::Buffer> b = makeRef<core::Buffer>(dev, bci);
+  b->allocation = allocation;
+  b->imported = std::move(memory);
+  b->backed.store(true, std::memory_order_release);
+  uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
+  if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+  b->handle = h;
+  dev->children.add(h, ObjectType::Buffer);
+  core::message(dev->instance(),
+                choice.uuidMismatch ? MessageSeverity::Warning : MessageSeverity::Info,
+                format("%llu bytes of Vulkan memory of %s imported into %s in %s mode: %s",
+                       static_cast<unsigned long long>(info.size), fns.label.c_str(),
+                       dev->label().c_str(), interopModeName(choice.mode), choice.reason.c_str()));
+  *buffer = Buffer(h);
+  return Status();
+}
 
 VkExternalSemaphoreHandleTypeFlags batonSemaphoreTypes(const core::Device* d) {
   return d && (d->physical()->properties.capabilities & kCapabilityExternalSemaphoreTimelineFd) &&
-                 nativeImportProvided(*d)
+                 nativeImportProvided(*d, ImportKind::Semaphore)
              ? VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT
              : 0;
 }
 
 VkExternalMemoryHandleTypeFlags batonMemoryTypes(const core::Device* d) {
   return d && (d->physical()->properties.capabilities & kCapabilityExternalMemoryOpaqueFd) &&
-                 nativeImportProvided(*d)
+                 nativeImportProvided(*d, ImportKind::Memory)
              ? VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
              : 0;
 }
@@ -419,8 +504,22 @@ Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
 
     ModeChoice choice = chooseMode(ImportKind::Memory, info.mode, fns, true, dev.get(), true);
     if (!choice.refusal.ok()) return choice.refusal;
-    if (choice.mode == InteropMode::Native)
-      return error(Result::ErrorNotSupported, "native memory import is not implemented");
+    if (choice.mode == InteropMode::Native) {
+      core::Allocation allocation;
+      Ref<Object> native;
+      bool fdTaken = false;
+      Status imported = importMemoryNative(fns, info, *dev, &allocation, &native, &fdTaken);
+      if (imported.ok()) {
+        if (info.fd >= 0 && !fdTaken) close(info.fd);
+        Ref<ImportedMemory> memory = makeRef<ImportedMemory>(
+            fns, info.vulkan.device, info.memory, false, choice.mode, choice.reason, native);
+        return publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::Device,
+                               buffer);
+      }
+      if (info.mode == InteropModeRequest::Native) return imported;
+      choice.mode = InteropMode::Bridged;  // Auto: try the mapping
+      choice.reason = "bridged, because native import failed: " + imported.message();
+    }
 
     const VkMemoryPropertyFlags needed =
         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -449,27 +548,13 @@ Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
     }
     Ref<ImportedMemory> memory = makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory,
                                                          mapped, choice.mode, choice.reason);
-    BufferCreateInfo bci;
-    bci.size = info.size;
-    bci.memory = MemoryKind::HostPinned;
-    Ref<core::Buffer> b = makeRef<core::Buffer>(dev, bci);
-    b->allocation.host = host;
-    b->allocation.deviceAddress = reinterpret_cast<uintptr_t>(host);
-    b->allocation.size = info.size;
-    b->imported = memory;
-    b->backed.store(true, std::memory_order_release);
-    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
-    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
-    b->handle = h;
-    dev->children.add(h, ObjectType::Buffer);
+    core::Allocation allocation;
+    allocation.host = host;
+    allocation.deviceAddress = reinterpret_cast<uintptr_t>(host);
+    allocation.size = info.size;
     if (info.fd >= 0) close(info.fd);
-    core::message(
-        dev->instance(), choice.uuidMismatch ? MessageSeverity::Warning : MessageSeverity::Info,
-        format("%llu bytes of Vulkan memory of %s imported into %s in %s mode: %s",
-               static_cast<unsigned long long>(info.size), fns.label.c_str(), dev->label().c_str(),
-               interopModeName(choice.mode), choice.reason.c_str()));
-    *buffer = Buffer(h);
-    return Status();
+    return publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::HostPinned,
+                           buffer);
   });
 }
 

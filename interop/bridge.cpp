@@ -32,13 +32,14 @@ std::set<std::pair<VkDevice, VkSemaphore>>& imported() {
 
 VulkanMirror::VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
                            VulkanFailurePolicy policy, InteropMode mode, std::string reason,
-                           uint64_t initialValue)
+                           uint64_t initialValue, core::Ref<core::ExternalSemaphore> external)
     : fns_(fns),
       device_(device),
       vkSemaphore_(semaphore),
       policy_(policy),
       mode_(mode),
       reason_(std::move(reason)),
+      external_(std::move(external)),
       forwarded_(initialValue),
       observed_(initialValue) {}
 

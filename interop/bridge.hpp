@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 
+#include "backend.hpp"
 #include "baton/vulkan.hpp"
 #include "semaphore.hpp"
 #include "status.hpp"
@@ -42,9 +43,11 @@ constexpr uint64_t kWatchTimeoutNs = 10'000'000;
 
 class VulkanMirror final : public core::SemaphoreMirror {
  public:
+  // `external`: in native mode, the VkSemaphore as imported into a baton device, whose queues
+  // then signal and wait for it GPU-side; null in bridged mode.
   VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
                VulkanFailurePolicy policy, InteropMode mode, std::string reason,
-               uint64_t initialValue);
+               uint64_t initialValue, core::Ref<core::ExternalSemaphore> external = {});
   ~VulkanMirror() override;
 
   // Starts forwarding and watching. `semaphore` is the baton semaphore this mirrors; it must
@@ -56,6 +59,9 @@ class VulkanMirror final : public core::SemaphoreMirror {
   void onReached(core::Semaphore& semaphore, uint64_t value) override;
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
+  core::ExternalSemaphore* external(uint64_t deviceHandle) const noexcept override {
+    return external_ && external_->deviceHandle() == deviceHandle ? external_.get() : nullptr;
+  }
 
   InteropMode mode() const noexcept { return mode_; }
   const std::string& reason() const noexcept { return reason_; }
@@ -78,6 +84,7 @@ class VulkanMirror final : public core::SemaphoreMirror {
   const VulkanFailurePolicy policy_;
   const InteropMode mode_;
   const std::string reason_;
+  const core::Ref<core::ExternalSemaphore> external_;
 
   std::mutex mutex_;  // serialises forwarding; guards the fields below
   bool attached_ = false;

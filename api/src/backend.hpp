@@ -6,7 +6,8 @@
 // for device signals that complete asynchronously — Timepoints attached to semaphores.
 //
 // Contract of a released submission (QueueImpl::issue): every wait left in it carries a timepoint
-// the queue accepted (canWait); waits already reached have been removed. The backend must, in
+// the queue accepted (canWait) or an external semaphore its device imported (Wait::external);
+// waits already reached have been removed. The backend must, in
 // queue order, wait for those timepoints, execute the commands, and then either complete every
 // signal (Semaphore::reach, directly or through a timepoint it attaches with addTimepoint and
 // later observes) or fail every signal (failSignals) with the reason. Nothing may be dropped:
@@ -35,6 +36,7 @@ class Device;
 class Queue;
 class Buffer;
 class CommandList;
+class ExternalSemaphore;
 
 // Memory a backend allocated for a Buffer.
 struct Allocation {
@@ -175,6 +177,9 @@ struct Submission : Recycled<Submission> {
     Ref<Semaphore> semaphore;
     uint64_t value;
     Ref<Timepoint> timepoint;  // set by the scheduler when a recorded signal covers the wait
+    // Set by the scheduler instead when nothing covers the wait yet but the semaphore is an
+    // external one this queue's device imported natively: the backend waits for it GPU-side.
+    ExternalSemaphore* external = nullptr;  // kept alive by `semaphore` (its mirror)
   };
   struct Signal {
     Ref<Semaphore> semaphore;
@@ -192,6 +197,29 @@ void reachSignals(Submission& sub);
 // Fails every signal of `sub` with ErrorSemaphoreFailed (or `why`'s code when it is
 // ErrorDeviceLost) and a reason built from `why`.
 void failSignals(Submission& sub, const Status& why);
+
+// Native interop (interop/, DESIGN §5): an OS semaphore that a backend imported into one device,
+// which that device's queues wait for and signal in stream order. Owned through Refs by the
+// semaphore's mirror (SemaphoreMirror::external); queues only borrow it, through the Ref<Semaphore>
+// their submissions hold. The backend's implementation releases the driver object when the last
+// reference goes, which is after every submission that used it has finished.
+class ExternalSemaphore : public Object {
+ public:
+  explicit ExternalSemaphore(uint64_t deviceHandle) : deviceHandle_(deviceHandle) {}
+  // The handle of the core Device it was imported into (handles are never reused, pointers are).
+  uint64_t deviceHandle() const noexcept { return deviceHandle_; }
+
+ private:
+  uint64_t deviceHandle_;
+};
+
+// What DeviceImpl::importMemoryFd maps.
+struct MemoryFdImport {
+  int fd = -1;                  // taken by the backend on success only
+  uint64_t allocationSize = 0;  // the whole exported allocation
+  uint64_t offset = 0, size = 0;
+  bool dedicated = false;  // a dedicated allocation (the driver must be told)
+};
 
 class QueueImpl {
  public:
@@ -216,6 +244,25 @@ class DeviceImpl {
   virtual Status allocate(const BufferCreateInfo& info, Allocation* out) = 0;
   // Frees memory of allocate() or of an executed Alloca.
   virtual void free(const Allocation& allocation) = 0;
+
+  // Native interop. Whether this device imports OPAQUE_FD timeline semaphores and memory; the
+  // import calls below return ErrorNotSupported when it does not.
+  virtual bool importsTimelineFd() const { return false; }
+  virtual bool importsMemoryFd() const { return false; }
+  // Imports a timeline semaphore's OPAQUE_FD. The backend owns `fd` after success; on failure
+  // the caller still does.
+  virtual Status importTimelineFd(int fd, uint64_t deviceHandle, Ref<ExternalSemaphore>* out) {
+    (void)fd, (void)deviceHandle, (void)out;
+    return Status(Result::ErrorNotSupported, "this backend imports no external semaphores");
+  }
+  // Imports memory exported as OPAQUE_FD and maps [offset, offset + size) of it: *allocation
+  // receives the device address; *keep owns the import (the mapping and the driver object are
+  // released with its last reference).
+  virtual Status importMemoryFd(const MemoryFdImport& import, Allocation* allocation,
+                                Ref<Object>* keep) {
+    (void)import, (void)allocation, (void)keep;
+    return Status(Result::ErrorNotSupported, "this backend imports no external memory");
+  }
 };
 
 class Backend {

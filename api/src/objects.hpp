@@ -143,6 +143,9 @@ class Queue : public Object, private Waiter {
   // Blocked: *blocking is the semaphore of the first wait that cannot be met yet, and node_'s
   // value and wantsTimepoints describe that wait (node_ is never linked while this runs).
   Resolution resolve(Submission& sub, Status* failure, Semaphore** blocking);
+  // Whether the backend waits for `w` on the external semaphore its device imported (sets
+  // w.external).
+  bool waitExternally(Submission::Wait& w) const;
   void releaseLocked();
   bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) override;
 

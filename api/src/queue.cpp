@@ -21,6 +21,16 @@ Queue::~Queue() {
   if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
 }
 
+bool Queue::waitExternally(Submission::Wait& w) const {
+  // A semaphore imported natively into this queue's device: whoever signals the value (Vulkan,
+  // a queue of this device in stream order, or baton forwarding a host-side signal to Vulkan)
+  // signals the OS semaphore, so the backend can wait for it GPU-side now (DESIGN §5).
+  SemaphoreMirror* mirror = w.semaphore->mirror();
+  if (!mirror) return false;
+  w.external = mirror->external(device_->handle);
+  return w.external != nullptr;
+}
+
 Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** blocking) {
   for (size_t i = 0; i < sub.waits.size();) {
     Submission::Wait& w = sub.waits[i];
@@ -48,11 +58,19 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** b
           ++i;
           continue;
         }
+        if (waitExternally(w)) {
+          ++i;
+          continue;
+        }
         node_.value = w.value;
         node_.wantsTimepoints = false;  // only reaching the value helps
         *blocking = w.semaphore.get();
         return Resolution::Blocked;
       case WaitState::Pending:
+        if (waitExternally(w)) {
+          ++i;
+          continue;
+        }
         node_.value = w.value;
         node_.wantsTimepoints = true;
         *blocking = w.semaphore.get();

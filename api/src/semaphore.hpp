@@ -22,6 +22,7 @@ namespace baton::core {
 
 class Instance;
 class Semaphore;
+class ExternalSemaphore;
 struct WaitNode;
 
 enum class SemaphoreEvent { Reached, Failed, TimepointAdded };
@@ -37,6 +38,13 @@ class SemaphoreMirror : public Object {
   virtual void onReached(Semaphore& semaphore, uint64_t value) = 0;
   virtual void onFailed(Semaphore& semaphore) = 0;
   virtual void detach() = 0;
+  // Native mode: the counterpart as imported into the device with handle `deviceHandle`, whose
+  // queues then signal it and wait for it GPU-side; null for other devices and in bridged mode.
+  // Immutable once the handle is published; thread safe.
+  virtual ExternalSemaphore* external(uint64_t deviceHandle) const noexcept {
+    (void)deviceHandle;
+    return nullptr;
+  }
 };
 
 // Something waiting on semaphores: a host waiter, or a queue whose head submission is held.

@@ -138,12 +138,114 @@ Status hostAlloc(void** host, uint64_t* deviceAddress, uint64_t size) {
 }
 Status hostFree(void* host) { return BATON_CU_STATUS(cuMemFreeHost, host); }
 
-const stream::DriverTable kTable = {
-    BackendKind::Cuda, "CUDA",          getCurrent,  setCurrent,      streamCreate,   streamDestroy,
-    streamSynchronize, streamWaitEvent, eventCreate, eventDestroy,    eventRecord,    eventQuery,
-    eventSynchronize,  launchHostFunc,  memcpyAsync, memcpyHtoDAsync, memsetD32Async, memAllocAsync,
-    memFreeAsync,      memAlloc,        memFree,     hostAlloc,       hostFree,
-};
+Status importTimelineFd(int fd, void** semaphore) {
+  CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
+  desc.handle.fd = fd;
+  CUexternalSemaphore s = nullptr;
+  Status st = BATON_CU_STATUS(cuImportExternalSemaphore, &s, &desc);
+  *semaphore = s;
+  return st;
+}
+Status destroyExternalSemaphore(void* semaphore) {
+  return BATON_CU_STATUS(cuDestroyExternalSemaphore, static_cast<CUexternalSemaphore>(semaphore));
+}
+Status signalExternal(void* semaphore, uint64_t value, void* stream) {
+  CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS params{};
+  params.params.fence.value = value;
+  auto s = static_cast<CUexternalSemaphore>(semaphore);
+  return BATON_CU_STATUS(cuSignalExternalSemaphoresAsync, &s, &params, 1u,
+                         static_cast<CUstream>(stream));
+}
+Status waitExternal(void* semaphore, uint64_t value, void* stream) {
+  CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS params{};
+  params.params.fence.value = value;
+  auto s = static_cast<CUexternalSemaphore>(semaphore);
+  return BATON_CU_STATUS(cuWaitExternalSemaphoresAsync, &s, &params, 1u,
+                         static_cast<CUstream>(stream));
+}
+Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = fd;
+  desc.size = size;
+  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0u;
+  CUexternalMemory m = nullptr;
+  Status st = BATON_CU_STATUS(cuImportExternalMemory, &m, &desc);
+  *memory = m;
+  return st;
+}
+Status mapExternalMemory(void* memory, uint64_t offset, uint64_t size, uint64_t* address) {
+  CUDA_EXTERNAL_MEMORY_BUFFER_DESC desc{};
+  desc.offset = offset;
+  desc.size = size;
+  CUdeviceptr p = 0;
+  Status st = BATON_CU_STATUS(cuExternalMemoryGetMappedBuffer, &p,
+                              static_cast<CUexternalMemory>(memory), &desc);
+  *address = p;
+  return st;
+}
+Status destroyExternalMemory(void* memory) {
+  return BATON_CU_STATUS(cuDestroyExternalMemory, static_cast<CUexternalMemory>(memory));
+}
+
+// The driver table, with the interop entries only where the driver exports them.
+stream::DriverTable makeTable() {
+  stream::DriverTable t = {
+      BackendKind::Cuda,
+      "CUDA",
+      getCurrent,
+      setCurrent,
+      streamCreate,
+      streamDestroy,
+      streamSynchronize,
+      streamWaitEvent,
+      eventCreate,
+      eventDestroy,
+      eventRecord,
+      eventQuery,
+      eventSynchronize,
+      launchHostFunc,
+      memcpyAsync,
+      memcpyHtoDAsync,
+      memsetD32Async,
+      memAllocAsync,
+      memFreeAsync,
+      memAlloc,
+      memFree,
+      hostAlloc,
+      hostFree,
+      // Interop: set below where the driver has it.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+  };
+  const Symbols& s = symbols();
+  if (s.cuImportExternalSemaphore && s.cuDestroyExternalSemaphore &&
+      s.cuSignalExternalSemaphoresAsync && s.cuWaitExternalSemaphoresAsync) {
+    t.importTimelineFd = importTimelineFd;
+    t.destroyExternalSemaphore = destroyExternalSemaphore;
+    t.signalExternal = signalExternal;
+    t.waitExternal = waitExternal;
+  }
+  if (s.cuImportExternalMemory && s.cuExternalMemoryGetMappedBuffer && s.cuDestroyExternalMemory) {
+    t.importMemoryFd = importMemoryFd;
+    t.mapExternalMemory = mapExternalMemory;
+    t.destroyExternalMemory = destroyExternalMemory;
+  }
+  return t;
+}
+
+// Built once, after the driver loaded (symbols() must be valid); never destroyed before the
+// devices that point at it (a trivially destructible static).
+const stream::DriverTable& table() {
+  static const stream::DriverTable t = makeTable();
+  return t;
+}
 
 // ---- devices --------------------------------------------------------------------------------
 
@@ -243,7 +345,7 @@ class CudaBackend final : public core::Backend {
     CUdevice cuDevice = info.device;
     CUmemoryPool pool = nullptr;
     if (info.memoryPools) {
-      stream::ContextScope scope(kTable, ctx);
+      stream::ContextScope scope(table(), ctx);
       // baton's own pool, not the device's default one: its release threshold is ours to set
       // without changing how runtime-API code in the same process behaves. The threshold keeps
       // freed memory cached in the pool instead of returning it to the driver at every
@@ -262,14 +364,14 @@ class CudaBackend final : public core::Backend {
       }
     }
     stream::DeviceConfig config;
-    config.driver = &kTable;
+    config.driver = &table();
     config.context = ctx;
     config.ordinal = static_cast<int32_t>(ordinal);
     config.memoryPool = pool;
     config.blockingSyncEvents = blockingSyncEvents();
     config.release = [ctx, cuDevice, pool] {
       if (pool) {
-        stream::ContextScope scope(kTable, ctx);
+        stream::ContextScope scope(table(), ctx);
         // Returns at once; the pool goes away when its last allocation is freed.
         (void)BATON_CU(cuMemPoolDestroy, pool);
       }

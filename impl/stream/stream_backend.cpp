@@ -265,6 +265,44 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   Status outcome_;  // written before state_ becomes kDone
 };
 
+// A timeline semaphore imported from another API (Vulkan) into one device (native interop). Its
+// last reference goes with the baton semaphore's mirror or with the last submission that waits
+// for or signals it, whichever is later: the driver requires outstanding waits and signals to
+// be done before the object is destroyed.
+class StreamExternalSemaphore final : public core::ExternalSemaphore {
+ public:
+  StreamExternalSemaphore(std::shared_ptr<DeviceShared> shared, uint64_t deviceHandle, void* handle)
+      : ExternalSemaphore(deviceHandle), shared_(std::move(shared)), handle_(handle) {}
+  ~StreamExternalSemaphore() override {
+    ContextScope scope(shared_->driver, shared_->config.context);
+    (void)shared_->driver.destroyExternalSemaphore(handle_);
+  }
+  void* handle() const noexcept { return handle_; }
+
+ private:
+  std::shared_ptr<DeviceShared> shared_;
+  void* handle_;
+};
+
+// Memory imported from another API and mapped into the device: the mapping and the import are
+// released with the last reference (the Buffer's, which submissions using it hold).
+class StreamExternalMemory final : public core::Object {
+ public:
+  StreamExternalMemory(std::shared_ptr<DeviceShared> shared, void* memory)
+      : shared_(std::move(shared)), memory_(memory) {}
+  ~StreamExternalMemory() override {
+    ContextScope scope(shared_->driver, shared_->config.context);
+    if (address_) (void)shared_->driver.memFree(address_);
+    (void)shared_->driver.destroyExternalMemory(memory_);
+  }
+  void setAddress(uint64_t address) noexcept { address_ = address; }
+
+ private:
+  std::shared_ptr<DeviceShared> shared_;
+  void* memory_;
+  uint64_t address_ = 0;
+};
+
 struct QueueShared;
 
 // The host callbacks of one submission. The trampoline is the cuLaunchHostFunc function: it
@@ -297,6 +335,7 @@ struct Record {
   bool resumes = false;                     // suspension record
   bool hostPublished = false;               // signals reached by the completion thread only
   bool urgent = false;                      // someone needs its completion seen promptly
+  bool externalWaits = false;               // it waited GPU-side for an imported semaphore
   std::vector<core::Allocation> freeAfter;  // dealloca of memory without a stream-ordered free
   size_t nextList = 0, nextCommand = 0;     // where enqueueing continues after a suspension
 };
@@ -452,6 +491,7 @@ class Issuer {
       return;
     }
     Record rec;
+    for (core::Submission::Wait& w : sub->waits) rec.externalWaits |= w.external != nullptr;
     rec.submission = std::move(sub);
     proceed(std::move(rec), context);
   }
@@ -526,6 +566,13 @@ class Issuer {
   // the already enqueued work uses alive until the event completes).
   void finish(Record&& rec, Status st) {
     core::Submission& sub = *rec.submission;
+    // Signals go out as timepoints unless the completion thread must publish them (host calls,
+    // see below). Only then may imported semaphores be signalled GPU-side, and before the
+    // record: when the event completes, the OS semaphore already has the value, so forwarding
+    // it from the host (the mirror's onReached, after reach()) finds nothing left to do.
+    const bool hostPublish =
+        st.ok() && (rec.hostCalls || q_.hostPublished.load(std::memory_order_seq_cst) != 0);
+    if (st.ok() && !hostPublish) st = signalExternals(sub);
     Status rs = recordEvent(&rec.timepoint);
     if (!rs.ok()) {
       // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
@@ -538,7 +585,7 @@ class Issuer {
     if (!st.ok()) {
       fail(sub, st);
       rec.signalsDone = true;
-    } else if (rec.hostCalls || q_.hostPublished.load(std::memory_order_seq_cst) != 0) {
+    } else if (hostPublish) {
       // With host calls, the signals are NOT published as timepoints: a GPU-side waiter would
       // run as soon as the event completes, even when a host call failed and the signals must
       // fail. The completion thread reaches (or fails) them once the event completed and the
@@ -552,15 +599,43 @@ class Issuer {
       // released now (when this thread's Notifier scope closes) and wait with streamWaitEvent.
       for (core::Submission::Signal& s : sub.signals) {
         s.semaphore->addTimepoint(s.value, rec.timepoint);
-        // A mirrored semaphore forwards reached values to Vulkan: reach them promptly.
-        if (s.semaphore->mirror()) rec.urgent = true;
+        // A mirrored semaphore forwards reached values to Vulkan: reach them promptly, unless
+        // the GPU signals its external counterpart itself.
+        if (core::SemaphoreMirror* m = s.semaphore->mirror())
+          if (!m->external(q_.coreDevice->handle)) rec.urgent = true;
       }
     }
     q_.push(std::move(rec));
   }
 
+  // Signals, in stream order, the imported counterparts (native interop) of the submission's
+  // signal semaphores that belong to this queue's device.
+  Status signalExternals(core::Submission& sub) {
+    for (core::Submission::Signal& s : sub.signals) {
+      core::SemaphoreMirror* m = s.semaphore->mirror();
+      core::ExternalSemaphore* x = m ? m->external(q_.coreDevice->handle) : nullptr;
+      if (!x) continue;
+      BATON_TRY(
+          d_.signalExternal(static_cast<StreamExternalSemaphore*>(x)->handle(), s.value, q_.stream)
+              .context(core::format("%s signalling semaphore '%s' = %llu", q_.label.c_str(),
+                                    s.semaphore->name().c_str(),
+                                    static_cast<unsigned long long>(s.value))));
+    }
+    return Status();
+  }
+
   Status enqueueWaits(core::Submission& sub) {
     for (core::Submission::Wait& w : sub.waits) {
+      if (w.external) {
+        // Nothing recorded covers the value yet: wait for the imported OS semaphore, which
+        // whoever signals the value signals too (Vulkan, or baton forwarding to it).
+        auto* x = static_cast<StreamExternalSemaphore*>(w.external);
+        BATON_TRY(d_.waitExternal(x->handle(), w.value, q_.stream)
+                      .context(core::format("%s waiting for semaphore '%s' >= %llu",
+                                            q_.label.c_str(), w.semaphore->name().c_str(),
+                                            static_cast<unsigned long long>(w.value))));
+        continue;
+      }
       if (!w.timepoint) continue;  // the scheduler removes reached waits; defensive
       auto* tp = static_cast<StreamTimepoint*>(w.timepoint.get());
       Status outcome;
@@ -853,6 +928,7 @@ class Completion {
       reach_.clear();
       for (size_t i = 0; i < n; ++i) {
         Record& r = inflight_[i];
+        if (r.externalWaits && !r.signalsDone) failIfReleasedByFailure(r);
         if (r.submission && !r.signalsDone && !r.hostPublished)
           for (core::Submission::Signal& s : r.submission->signals)
             reach_.emplace_back(s.semaphore.get(), s.value);
@@ -893,6 +969,29 @@ class Completion {
       Issuer issuer(*q_);
       if (q_->continuation) issuer.resume();
       issuer.drainDeferred();
+    }
+  }
+
+  // A GPU-side wait for an imported semaphore returns when the external semaphore reaches the
+  // value, which also happens when the baton semaphore failed and VulkanFailurePolicy::Release
+  // signalled it past every wait: baton's value then stays below the wait (a failed semaphore
+  // is never raised). Such a submission must fail its signals, not reach them.
+  void failIfReleasedByFailure(Record& r) {
+    for (const core::Submission::Wait& w : r.submission->waits) {
+      if (!w.external || !w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
+      core::failSignals(
+          *r.submission,
+          core::error(Result::ErrorSemaphoreFailed,
+                      "a submission on %s waited for semaphore '%s' >= %llu, "
+                      "which failed: %s",
+                      q_->label.c_str(), w.semaphore->name().c_str(),
+                      static_cast<unsigned long long>(w.value), w.semaphore->rootReason().c_str()));
+      r.signalsDone = true;
+      if (r.hostPublished) {  // its publication is done too
+        r.hostPublished = false;
+        q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+      }
+      return;
     }
   }
 
@@ -1057,6 +1156,45 @@ class StreamDevice final : public core::DeviceImpl {
   }
 
   void free(const core::Allocation& allocation) override { shared_->freeAllocation(allocation); }
+
+  bool importsTimelineFd() const override { return shared_->driver.importTimelineFd != nullptr; }
+  bool importsMemoryFd() const override { return shared_->driver.importMemoryFd != nullptr; }
+
+  Status importTimelineFd(int fd, uint64_t deviceHandle,
+                          Ref<core::ExternalSemaphore>* out) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.importTimelineFd)
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver cannot import external semaphores", d.name));
+    ContextScope context(d, shared_->config.context);
+    void* handle = nullptr;
+    BATON_TRY(d.importTimelineFd(fd, &handle));
+    *out = Ref<core::ExternalSemaphore>::adopt(
+        new StreamExternalSemaphore(shared_, deviceHandle, handle));
+    return Status();
+  }
+
+  Status importMemoryFd(const core::MemoryFdImport& in, core::Allocation* out,
+                        Ref<core::Object>* keep) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.importMemoryFd)
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver cannot import external memory", d.name));
+    ContextScope context(d, shared_->config.context);
+    void* memory = nullptr;
+    BATON_TRY(d.importMemoryFd(in.fd, in.allocationSize, in.dedicated, &memory));
+    // The fd is the driver's now; from here on the import object releases everything.
+    auto imported = Ref<StreamExternalMemory>::adopt(new StreamExternalMemory(shared_, memory));
+    uint64_t address = 0;
+    BATON_TRY(d.mapExternalMemory(memory, in.offset, in.size, &address));
+    imported->setAddress(address);
+    core::Allocation a;
+    a.deviceAddress = address;
+    a.size = in.size;
+    *out = a;
+    *keep = std::move(imported);
+    return Status();
+  }
 
  private:
   core::Device& device_;

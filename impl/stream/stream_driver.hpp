@@ -62,6 +62,19 @@ struct DriverTable {
   Status (*memFree)(uint64_t address);
   Status (*hostAlloc)(void** host, uint64_t* deviceAddress, uint64_t size);
   Status (*hostFree)(void* host);
+
+  // Native interop (DESIGN §5). Null when the driver cannot do it; the device then imports
+  // nothing. Semaphores are timeline semaphores exported as OPAQUE_FD (Vulkan): the import takes
+  // `fd` on success; signal and wait are stream-ordered, for a value of the timeline.
+  Status (*importTimelineFd)(int fd, void** semaphore);
+  Status (*destroyExternalSemaphore)(void* semaphore);
+  Status (*signalExternal)(void* semaphore, uint64_t value, void* stream);
+  Status (*waitExternal)(void* semaphore, uint64_t value, void* stream);
+  // Memory exported as OPAQUE_FD: the import takes `fd` on success; mapped ranges are freed
+  // with memFree before the memory object is destroyed.
+  Status (*importMemoryFd)(int fd, uint64_t size, bool dedicated, void** memory);
+  Status (*mapExternalMemory)(void* memory, uint64_t offset, uint64_t size, uint64_t* address);
+  Status (*destroyExternalMemory)(void* memory);
 };
 
 // Makes `context` current on this thread for the scope and restores what was current before, so

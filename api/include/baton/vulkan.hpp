@@ -220,6 +220,10 @@ struct VulkanMemoryImportInfo {
   // Native: an OPAQUE_FD exported from the allocation (vkGetMemoryFdKHR), or -1 to let baton
   // export one. Ownership as VulkanSemaphoreImportInfo::fd.
   int fd = -1;
+  // Native: the allocation is a dedicated one (VkMemoryDedicatedAllocateInfo chained to
+  // VkMemoryAllocateInfo). CUDA must be told (CUDA_EXTERNAL_MEMORY_DEDICATED); a wrong value
+  // makes the import fail or map the wrong memory. Ignored in bridged mode.
+  bool dedicated = false;
   InteropModeRequest mode = InteropModeRequest::Auto;
 };
 
