@@ -1,6 +1,7 @@
 #include "bridge.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -158,6 +159,16 @@ void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!attached_ || detached_ || stopped_) return;
+    // Values a queue signalled GPU-side (native mode) are the Vulkan semaphore's already: reading
+    // the counter to find out would cost a driver call, and a read that lagged behind the GPU
+    // would make us signal a value again, possibly after a higher one.
+    auto above = deviceSignalled_.upper_bound(value);
+    bool signalledByDevice = above != deviceSignalled_.begin() && *std::prev(above) == value;
+    deviceSignalled_.erase(deviceSignalled_.begin(), above);
+    if (signalledByDevice) {
+      forwarded_ = std::max(forwarded_, value);
+      return;
+    }
     if (value <= forwarded_ || value <= observed_) return;
     // Vulkan forbids signalling a value that is not above the current one
     // (VUID-VkSemaphoreSignalInfo-value-03258); Vulkan may have got there on its own.
@@ -188,6 +199,11 @@ void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
   core::message(semaphore.instance(), MessageSeverity::Error,
                 "semaphore '" + semaphore.name() + "': " + why);
   semaphore.fail(Result::ErrorSemaphoreFailed, why);
+}
+
+void VulkanMirror::onDeviceSignal(uint64_t value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!detached_) deviceSignalled_.insert(value);
 }
 
 void VulkanMirror::onFailed(core::Semaphore& semaphore) {

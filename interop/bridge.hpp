@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -59,6 +60,7 @@ class VulkanMirror final : public core::SemaphoreMirror {
   void onReached(core::Semaphore& semaphore, uint64_t value) override;
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
+  void onDeviceSignal(uint64_t value) override;
   core::ExternalSemaphore* external(uint64_t deviceHandle) const noexcept override {
     return external_ && external_->deviceHandle() == deviceHandle ? external_.get() : nullptr;
   }
@@ -92,6 +94,7 @@ class VulkanMirror final : public core::SemaphoreMirror {
   bool stopped_ = false;  // the baton semaphore failed (or Vulkan was lost): forwarding ended
   uint64_t forwarded_;    // the highest value baton signalled to Vulkan
   uint64_t observed_;     // the highest value read from Vulkan
+  std::set<uint64_t> deviceSignalled_;    // enqueued GPU-side signals not reached yet (native)
   core::Semaphore* semaphore_ = nullptr;  // valid from attach() until detach() returns
   std::condition_variable stoppedIdle_;   // a stopped watcher sleeps here until detach
   std::thread watcher_;

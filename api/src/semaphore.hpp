@@ -45,6 +45,10 @@ class SemaphoreMirror : public Object {
     (void)deviceHandle;
     return nullptr;
   }
+  // A queue enqueued a GPU-side signal of `value` on external(): the counterpart will have the
+  // value without forwarding when it is reached. Called on the issuing thread, before the
+  // signal's timepoint is added.
+  virtual void onDeviceSignal(uint64_t value) { (void)value; }
 };
 
 // Something waiting on semaphores: a host waiter, or a queue whose head submission is held.

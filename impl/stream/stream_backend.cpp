@@ -620,6 +620,7 @@ class Issuer {
               .context(core::format("%s signalling semaphore '%s' = %llu", q_.label.c_str(),
                                     s.semaphore->name().c_str(),
                                     static_cast<unsigned long long>(s.value))));
+      m->onDeviceSignal(s.value);
     }
     return Status();
   }
