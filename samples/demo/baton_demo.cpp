@@ -19,11 +19,13 @@
 // its slot to be free: stepping frame k overlaps drawing frame k-1. Everything is submitted up
 // front; the main thread waits once, for the last value.
 //
-// The simulation runs in a baton native() callback: on the host backend it runs on the queue's
-// worker thread, writing the particles straight into Vulkan memory imported with
-// importVulkanMemory. On CUDA the same callback would launch a kernel on the stream it is given
-// (see stepOnCuda): the hook is there, and the CUDA path is taken when a step kernel is built in
-// and the CUDA device matching the Vulkan GPU imports the memory natively.
+// The simulation runs in a baton native() callback. On the host backend it runs on the queue's
+// worker thread, writing the particles straight into host-visible Vulkan memory imported with
+// importVulkanMemory (bridged: shared by mapping, the timeline forwarded on the host). On CUDA
+// (a build with the step kernel, step.cu, and a CUDA device that is the Vulkan GPU and imports
+// its memory natively) the ring is device-local Vulkan memory exported as an fd and imported by
+// CUDA, and the same callback launches the step kernel on the stream it is given; the timeline
+// is then waited and signalled GPU-side on both sides.
 #include <png.h>
 #include <vulkan/vulkan.h>
 
@@ -38,6 +40,7 @@
 
 #include "baton/baton.hpp"
 #include "baton/vulkan.hpp"
+#include "particles.hpp"
 
 namespace {
 
@@ -86,41 +89,16 @@ T vkStruct(VkStructureType type, const void* next = nullptr) {
 
 // ---- the simulation ---------------------------------------------------------------------------
 
-struct Particle {
-  float x, y, vx, vy;
-};
-
-// Three attractors: a heavy core and two lighter bodies orbiting it, pulling the disc into
-// spiral arms. Positions depend on time only, so every backend steps the same system.
-struct Attractor {
-  float x, y, mass;
-};
-void attractorsAt(float t, Attractor out[3]) {
-  out[0] = {0.0f, 0.0f, 0.55f};
-  out[1] = {0.55f * std::cos(1.9f * t), 0.55f * std::sin(1.9f * t), 0.22f};
-  out[2] = {0.32f * std::cos(-3.1f * t + 2.0f), 0.32f * std::sin(-3.1f * t + 2.0f), 0.12f};
-}
+// The physics (particles, attractors, one substep) is in particles.hpp, shared with step.cu.
+using baton_demo::Attractor;
+using baton_demo::Particle;
 
 void stepCpu(const Particle* in, Particle* out, uint32_t count, float t0) {
   std::copy(in, in + count, out);
   for (uint32_t s = 0; s < kSubsteps; ++s) {
     Attractor a[3];
-    attractorsAt(t0 + s * kDt, a);
-    for (uint32_t i = 0; i < count; ++i) {
-      Particle& p = out[i];
-      float ax = 0, ay = 0;
-      for (const Attractor& at : a) {
-        float dx = at.x - p.x, dy = at.y - p.y;
-        float r2 = dx * dx + dy * dy + 0.004f;  // softening: no singular kicks
-        float inv = at.mass / (r2 * std::sqrt(r2));
-        ax += dx * inv;
-        ay += dy * inv;
-      }
-      p.vx = (p.vx + ax * kDt) * 0.9995f;
-      p.vy = (p.vy + ay * kDt) * 0.9995f;
-      p.x += p.vx * kDt;
-      p.y += p.vy * kDt;
-    }
+    baton_demo::attractorsAt(baton_demo::substepTime(t0, s, kDt), a);
+    for (uint32_t i = 0; i < count; ++i) baton_demo::advance(out[i], a, kDt);
   }
 }
 
@@ -143,12 +121,16 @@ void initialState(Particle* p, uint32_t count) {
 
 // What the native step callback needs; one per run (the queue executes steps in order).
 struct Simulation {
-  uint8_t* ring = nullptr;  // kFramesInFlight slots of `count` particles (host address)
+  // kFramesInFlight slots of `count` particles: a host address on the host backend, a
+  // CUdeviceptr on CUDA (only offset here, never dereferenced).
+  uint8_t* ring = nullptr;
   uint64_t slotBytes = 0;
   uint32_t count = 0;
   uint32_t stepped = 0;   // frames stepped so far
   uint32_t finished = 0;  // frames whose completion B_k noted
   Clock::time_point start;
+  // Host time of each frame's step callback: the step itself on the host backend; on CUDA only
+  // the kernel launch (the kernel runs later on the stream and is not timed here).
   std::vector<double> stepMs, finishedAtMs;
 };
 
@@ -166,10 +148,12 @@ baton::Result stepOnCuda(const baton::NativeQueue& queue, Simulation& sim, const
                          Particle* out, float t0) {
 #if defined(BATON_DEMO_CUDA_STEP)
   // On CUDA the ring is imported natively: these addresses are CUdeviceptrs.
-  return batonDemoStepCuda(queue.stream, reinterpret_cast<uint64_t>(in),
-                           reinterpret_cast<uint64_t>(out), sim.count, t0, kDt, kSubsteps) == 0
-             ? baton::Result::Success
-             : baton::Result::ErrorHostCallFailed;
+  int error = batonDemoStepCuda(queue.stream, reinterpret_cast<uint64_t>(in),
+                                reinterpret_cast<uint64_t>(out), sim.count, t0, kDt, kSubsteps);
+  if (error == 0) return baton::Result::Success;
+  // baton's failure reason names only its own code: say which CUDA error it was.
+  std::fprintf(stderr, "baton-demo: launching the step kernel failed: cudaError_t %d\n", error);
+  return baton::Result::ErrorHostCallFailed;
 #else
   (void)queue, (void)sim, (void)in, (void)out, (void)t0;
   return baton::Result::ErrorNotSupported;
@@ -183,8 +167,12 @@ baton::Result stepParticles(const baton::NativeQueue& queue, void* user) {
       reinterpret_cast<const Particle*>(sim.ring + ((k - 1) % kFramesInFlight) * sim.slotBytes);
   auto* out = reinterpret_cast<Particle*>(sim.ring + (k % kFramesInFlight) * sim.slotBytes);
   float t0 = static_cast<float>(k - 1) * kSubsteps * kDt;
-  if (queue.backend == baton::BackendKind::Cuda) return stepOnCuda(queue, sim, in, out, t0);
   Clock::time_point t = Clock::now();
+  if (queue.backend == baton::BackendKind::Cuda) {
+    baton::Result r = stepOnCuda(queue, sim, in, out, t0);
+    sim.stepMs[k] = msSince(t);
+    return r;
+  }
   stepCpu(in, out, sim.count, t0);
   sim.stepMs[k] = msSince(t);
   return baton::Result::Success;
@@ -334,6 +322,40 @@ VkBuffer createBuffer(const Gpu& g, VkDeviceSize size, VkBufferUsageFlags usage,
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(g.device, buffer, &req);
   *memory = allocate(g, req, flags);
+  vkCheck(vkBindBufferMemory(g.device, buffer, memory->memory, 0), "vkBindBufferMemory");
+  return buffer;
+}
+
+// A buffer in device-local memory that CUDA can import: the buffer and its allocation are both
+// declared exportable as OPAQUE_FD (Vulkan requires the buffer's handle types to include the
+// memory's), and the allocation is dedicated to the buffer (VkMemoryDedicatedAllocateInfo, valid
+// for any buffer), so that it is exactly the buffer's memory; CUDA must be told that it is
+// dedicated, through VulkanMemoryImportInfo::dedicated.
+VkBuffer createExportableBuffer(const Gpu& g, VkDeviceSize size, VkBufferUsageFlags usage,
+                                Memory* memory) {
+  auto external = vkStruct<VkExternalMemoryBufferCreateInfo>(
+      VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  auto info = vkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, &external);
+  info.size = size;
+  info.usage = usage;
+  VkBuffer buffer;
+  vkCheck(vkCreateBuffer(g.device, &info, nullptr, &buffer), "vkCreateBuffer (exportable)");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(g.device, buffer, &req);
+  auto dedicated =
+      vkStruct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
+  dedicated.buffer = buffer;
+  auto exportInfo = vkStruct<VkExportMemoryAllocateInfo>(
+      VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated);
+  exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  memory->type = g.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  memory->size = req.size;
+  auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &exportInfo);
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = memory->type;
+  vkCheck(vkAllocateMemory(g.device, &alloc, nullptr, &memory->memory),
+          "vkAllocateMemory (exportable)");
   vkCheck(vkBindBufferMemory(g.device, buffer, memory->memory, 0), "vkBindBufferMemory");
   return buffer;
 }
@@ -571,38 +593,71 @@ int main(int argc, char** argv) {
   check(baton::createVulkanTimeline(*instance, ti, &timeline), "createVulkanTimeline");
   const VkSemaphore T = timeline.vulkan;
 
+  // The particle ring. Host backend: host-visible memory that baton maps (bridged). CUDA:
+  // device-local memory that CUDA imports (native), so the step kernel and the splat pass use
+  // the same GPU memory with no copy; queryVulkanInterop said above that the import can work.
+  const bool onCuda = used.backend == baton::BackendKind::Cuda;
   const uint64_t slotBytes = static_cast<uint64_t>(opt.particles) * sizeof(Particle);
   Memory ringMemory;
-  VkBuffer ring = createBuffer(
-      gpu, slotBytes * F, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
-      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &ringMemory);
+  VkBuffer ring =
+      onCuda
+          ? createExportableBuffer(
+                gpu, slotBytes * F,
+                VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT, &ringMemory)
+          : createBuffer(gpu, slotBytes * F, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                         VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                         &ringMemory);
   baton::VulkanMemoryImportInfo mi;
   mi.vulkan = gpu.view();
   mi.memory = ringMemory.memory;
   mi.allocationSize = ringMemory.size;
   mi.size = slotBytes * F;
   mi.memoryTypeIndex = ringMemory.type;
+  if (onCuda) {
+    // Native or fail: a bridged fallback cannot share device-local memory. fd -1: baton exports
+    // it (vkGetMemoryFdKHR) and hands it to CUDA.
+    mi.mode = baton::InteropModeRequest::Native;
+    mi.fd = -1;
+    mi.dedicated = true;
+  }
   baton::UniqueBuffer ringBuffer;
   check(baton::importVulkanMemory(*device, mi, ringBuffer.put()), "importVulkanMemory");
   baton::VulkanInteropInfo ringInfo, timelineInfo;
   check(baton::getVulkanMemoryInterop(*ringBuffer, &ringInfo), "getVulkanMemoryInterop");
   check(baton::getVulkanSemaphoreInterop(timeline.baton, &timelineInfo),
         "getVulkanSemaphoreInterop");
-  std::printf("shared timeline: %s\nparticle memory: %s\n",
-              baton::interopModeName(timelineInfo.mode), baton::interopModeName(ringInfo.mode));
+  std::printf("shared timeline: %s\nparticle memory: %s (%s)\n",
+              baton::interopModeName(timelineInfo.mode), baton::interopModeName(ringInfo.mode),
+              onCuda ? "device-local Vulkan memory, dedicated, imported by CUDA as an OPAQUE_FD"
+                     : "host-visible Vulkan memory, mapped");
 
   Simulation sim;
   uint64_t address = 0;
-  check(ringBuffer->getDeviceAddress(&address), "getDeviceAddress");  // host address here
+  // A host address on the host backend, a CUdeviceptr on CUDA (native device memory has no
+  // host mapping: Buffer::map would fail).
+  check(ringBuffer->getDeviceAddress(&address), "getDeviceAddress");
   sim.ring = reinterpret_cast<uint8_t*>(address);
   sim.slotBytes = slotBytes;
   sim.count = opt.particles;
   sim.stepMs.assign(opt.frames + 2, 0.0);
   sim.finishedAtMs.assign(opt.frames + 2, 0.0);
-  if (used.backend == baton::BackendKind::Host) {
-    initialState(reinterpret_cast<Particle*>(sim.ring), opt.particles);  // slot 0 = frame 0
+  // The initial state is slot 0 (frame 0). On CUDA the ring cannot be written from the host: the
+  // state goes into a host-visible staging buffer that the setup submission below copies into
+  // slot 0 before the host waits for Vulkan to be idle, so the first CUDA step (submitted after
+  // that wait) reads the finished copy.
+  Memory stagingMemory;
+  VkBuffer staging = VK_NULL_HANDLE;
+  if (onCuda) {
+    staging = createBuffer(
+        gpu, slotBytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT,
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &stagingMemory);
+    void* mapped = nullptr;
+    vkCheck(vkMapMemory(gpu.device, stagingMemory.memory, 0, VK_WHOLE_SIZE, 0, &mapped),
+            "vkMapMemory (staging)");
+    initialState(static_cast<Particle*>(mapped), opt.particles);
+    vkUnmapMemory(gpu.device, stagingMemory.memory);
   } else {
-    die("initialising particles on CUDA is part of the CUDA step hook");
+    initialState(reinterpret_cast<Particle*>(sim.ring), opt.particles);
   }
 
   // ---- Vulkan per-slot resources and one command buffer per frame ------------------------
@@ -706,12 +761,20 @@ int main(int argc, char** argv) {
                          0, nullptr, 0, nullptr, static_cast<uint32_t>(toGeneral.size()),
                          toGeneral.data());
     if (queries) vkCmdResetQueryPool(cmd, queries, 0, 2 * opt.frames);
+    if (staging) {
+      VkBufferCopy region{0, 0, slotBytes};
+      vkCmdCopyBuffer(cmd, staging, ring, 1, &region);
+    }
     vkEndCommandBuffer(cmd);
     auto si = vkStruct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cmd;
     vkCheck(vkQueueSubmit(gpu.queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit (setup)");
     vkCheck(vkQueueWaitIdle(gpu.queue), "vkQueueWaitIdle (setup)");
+    if (staging) {
+      vkDestroyBuffer(gpu.device, staging, nullptr);
+      vkFreeMemory(gpu.device, stagingMemory.memory, nullptr);
+    }
   }
   const float exposure =
       4.0e4f / static_cast<float>(opt.particles) * (static_cast<float>(S) * S / (512.0f * 512.0f));
@@ -720,10 +783,12 @@ int main(int argc, char** argv) {
     VkCommandBuffer cmd = cmds[i];
     vkCheck(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
     if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, 2 * i);
-    // The particles were written by the host (baton's host queue) after this submission was
-    // made, so vkQueueSubmit's implicit host-write domain operation does not cover them: a
-    // HOST_WRITE barrier does (Vulkan 1.2 §7.9, host write ordering). The slot's previous use by
-    // frame k-F is ordered by the timeline; the barrier also covers its memory.
+    // Host backend: the particles were written by the host (baton's host queue) after this
+    // submission was made, so vkQueueSubmit's implicit host-write domain operation does not cover
+    // them: a HOST_WRITE barrier does (Vulkan 1.2 §7.9, host write ordering). CUDA: the kernel's
+    // writes are ordered by the timeline wait (signalled after them on the stream, GPU-side when
+    // the timeline is native). The slot's previous use by frame k-F is ordered by the timeline; the
+    // barrier also covers its memory, and the setup copy on CUDA.
     barrier(cmd,
             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT |
                 VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -830,7 +895,10 @@ int main(int argc, char** argv) {
   const double tick = gpu.properties.limits.timestampPeriod * 1e-6;  // ms per tick
   std::printf("\n%u frames, %u particles, %ux%u, %u frames in flight on one timeline\n", opt.frames,
               opt.particles, S, S, F);
-  std::printf("%6s %12s %12s %14s %10s\n", "frame", "step ms", "draw ms", "finished ms", "delta");
+  // On CUDA the step callback only launches the kernel: its host time is the launch cost, and the
+  // kernel's own time is not measured (it shows in the deltas between finished frames).
+  std::printf("%6s %12s %12s %14s %10s\n", "frame", onCuda ? "launch ms" : "step ms", "draw ms",
+              "finished ms", "delta");
   std::vector<double> draws;
   for (uint32_t k = 1; k <= opt.frames; ++k) {
     double draw = queries ? (stamps[2 * (k - 1) + 1] - stamps[2 * (k - 1)]) * tick : 0.0;
@@ -847,8 +915,10 @@ int main(int argc, char** argv) {
   std::printf("\nbackend: %s (%s); Vulkan: %s; timeline: %s; particle memory: %s\n",
               baton::backendName(used.backend), used.name, gpu.properties.deviceName,
               baton::interopModeName(timelineInfo.mode), baton::interopModeName(ringInfo.mode));
-  std::printf("median step %.2f ms, median draw %.2f ms; %u frames in %.1f ms = %.1f frames/s\n",
-              median(steps), median(draws), opt.frames, totalMs, opt.frames * 1000.0 / totalMs);
+  std::printf("median %s %.2f ms%s, median draw %.2f ms; %u frames in %.1f ms = %.1f frames/s\n",
+              onCuda ? "step launch" : "step", median(steps),
+              onCuda ? " (the kernel itself is not timed)" : "", median(draws), opt.frames, totalMs,
+              opt.frames * 1000.0 / totalMs);
   std::printf(
       "host: setup %.1f ms; all %u frames submitted in %.2f ms, then one wait (no "
       "per-frame host synchronisation)\n",

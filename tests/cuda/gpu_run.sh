@@ -1,20 +1,24 @@
 #!/bin/bash
-# Builds baton with the CUDA backend on the GPU test machine and runs the CUDA tests, the
-# conformance suite on CUDA, the device-loss tests, compute-sanitizer and the CUDA benchmark,
-# writing logs to $OUT (see shared/device/README.md). From the project root:
+# Builds baton with the CUDA backend and Vulkan interop on the GPU test machine and runs the CUDA
+# tests, the conformance suite on CUDA, the device-loss tests, the interop tests (native on the
+# NVIDIA Vulkan driver), the demo, compute-sanitizer and the benchmarks, writing logs to $OUT
+# (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
-# Steps (default: all): build info tests lost conformance sanitizer bench full
+# Steps (default: all but full): build info tests lost conformance interop demo sanitizer bench
+# ibench full
 # Every step has a time limit, so a hang costs its limit, not the session.
 set -u
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance sanitizer bench}
+steps=${*:-build info tests lost conformance interop demo sanitizer bench ibench}
+# The Vulkan device interop runs on: the H100 (the NVIDIA driver), not a CPU implementation.
+export BATON_VULKAN_DEVICE=${BATON_VULKAN_DEVICE:-H100}
 has() { [[ " $steps " == *" $1 "* ]]; }
 log() { echo "=== $* ($(date +%T))"; }
 if has build; then
   log build
-  { meson setup "$B" -Dcuda=enabled -Dvulkan=disabled -Dsamples=false --buildtype=debugoptimized \
+  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled --buildtype=debugoptimized \
     && meson compile -C "$B"; } > "$OUT/build.log" 2>&1
   rc=$?; tail -5 "$OUT/build.log"; grep -E "error|warning:" "$OUT/build.log" | head -20
   [ $rc -eq 0 ] || { echo "build failed ($rc)"; exit 1; }
@@ -40,6 +44,20 @@ if has conformance; then
   BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/cuda' >> "$OUT/conformance-cuda.log" 2>&1
   echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-cuda.log" | tail -3
 fi
+if has interop; then
+  log interop tests
+  timeout 240 stdbuf -oL "$B/tests/interop/baton-interop-tests" > "$OUT/interop.log" 2>&1
+  echo "bridged rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$OUT/interop.log" | head -20
+  grep -A10 "Failure$" "$OUT/interop.log" | head -40
+  timeout 300 stdbuf -oL "$B/tests/interop/baton-interop-native-tests" > "$OUT/interop-native.log" 2>&1
+  echo "native rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$OUT/interop-native.log" | head -60
+  grep -B2 -A12 "Failure$" "$OUT/interop-native.log" | head -80
+fi
+if has demo; then
+  log demo
+  (cd "$OUT" && timeout 120 stdbuf -oL "$B/samples/demo/baton-demo" --frames 120 --out "$OUT/baton-demo.png") > "$OUT/demo.log" 2>&1
+  echo "rc=$?"; grep -vE "^ *frame +[0-9]+ " "$OUT/demo.log" | head -40
+fi
 if has sanitizer; then
   log compute-sanitizer
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -58,6 +76,11 @@ if has bench; then
     BATON_CUDA_BLOCKING_SYNC_EVENTS=1 BATON_BENCH_SCALE=4 timeout 120 stdbuf -oL "$B/bench/cuda/cuda_bench" > "$OUT/bench-blocking.log" 2>&1
     echo "rc=$?"; head -20 "$OUT/bench-blocking.log"
   fi
+fi
+if has ibench; then
+  log interop bench
+  timeout 240 stdbuf -oL "$B/bench/interop/baton-interop-bench" > "$OUT/ibench.log" 2>&1
+  echo "rc=$?"; cat "$OUT/ibench.log"
 fi
 if has full; then
   log meson test
