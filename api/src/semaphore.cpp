@@ -83,7 +83,10 @@ void Semaphore::reach(uint64_t v) {
   Notifier::Scope scope;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (v <= value_.load(std::memory_order_relaxed)) return;
+    // A failed semaphore's value stays where the failure found it: a signal completing later
+    // (work released by a failure policy, a host waiter that saw its event) satisfies nothing.
+    if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
+      return;
     value_.store(v, std::memory_order_release);
     dropReachedLocked(v);
     notifyLocked(SemaphoreEvent::Reached, nullptr);

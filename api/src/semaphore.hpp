@@ -99,7 +99,7 @@ class Semaphore : public Object {
   Status signal(uint64_t value);
   // A queue's signal executed (or a timepoint observed complete): raises the value to at least
   // `value`; a value not above the current one changes nothing (signals of different queues may
-  // complete out of value order).
+  // complete out of value order), nor does any value once the semaphore failed.
   void reach(uint64_t value);
   // Fails the semaphore with code (ErrorSemaphoreFailed or ErrorDeviceLost) and reason; returns
   // false when it had already failed (the first failure stays).

@@ -1,6 +1,7 @@
-// Bridged-mode latency of baton's Vulkan interop (issue 4, DESIGN §5), side by side with the
-// same hand-off written with Vulkan alone, on whatever Vulkan device is present (lavapipe here)
-// and baton's host backend:
+// Latency of baton's Vulkan interop (issue 4, DESIGN §5), each figure next to the same hand-off
+// written with raw Vulkan (and raw CUDA) calls, in one run. Two halves:
+//
+// Bridged, with baton's host backend, on whatever Vulkan device is present (lavapipe in CI):
 //
 //   vk signal -> baton wake    vkSignalSemaphore on the host; a thread blocked in baton's
 //                              Semaphore::wait returns (through the watcher thread)
@@ -14,7 +15,13 @@
 // asleep first (a real hand-off, not a spin), then the time from just before the signalling call
 // to the waiter's return is taken on one steady clock.
 //
-//   baton-interop-bench [--rounds N]
+// Vulkan <-> CUDA, with the CUDA device that is the Vulkan device (native_bench.cpp): ping-pong
+// and host wake through native and bridged imports, next to raw Vulkan + CUDA external
+// semaphores. Where that cannot run (no CUDA, no fd export: lavapipe) it prints
+// "native: skipped: <reason>".
+//
+//   baton-interop-bench [--quick] [--rounds N] [--only bridged|cuda]
+//   BATON_VULKAN_DEVICE=<name substring> picks the Vulkan device (e.g. H100).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -27,84 +34,26 @@
 
 #include "baton/baton.hpp"
 #include "baton/vulkan.hpp"
+#include "bench_util.hpp"
 #include "vulkan_context.hpp"
 
 namespace {
 
 using namespace baton;
-using Clock = std::chrono::steady_clock;
+using namespace baton::bench;
 using test::VulkanContext;
 
-double usBetween(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::micro>(b - a).count();
-}
-
-struct Stats {
-  double median, p90, p99;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
-  return {at(0.5), at(0.9), at(0.99)};
-}
 void row(const char* name, const std::vector<double>& samples) {
   Stats s = stats(samples);
   std::printf("  %-40s %10.1f %10.1f %10.1f\n", name, s.median, s.p90, s.p99);
 }
 
 void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "baton-interop-bench: %s failed: %s\n", what, lastErrorMessage());
-    std::exit(1);
-  }
+  if (!ok) fatal(what, lastErrorMessage());
 }
 
-// The signaller sleeps this long before each signal so that the waiter is blocked, not spinning.
-constexpr auto kSettle = std::chrono::microseconds(300);
-
-// One-way hand-off: `wait(v)` on a second thread, `signal(v)` here; returns µs per sample.
-template <class Wait, class Signal>
-std::vector<double> oneWay(uint32_t rounds, uint64_t base, Wait wait, Signal signal) {
-  std::vector<double> out;
-  std::atomic<uint64_t> woke{0};
-  Clock::time_point wokeAt[2];
-  std::thread waiter([&] {
-    for (uint32_t i = 1; i <= rounds; ++i) {
-      wait(base + i);
-      wokeAt[i % 2] = Clock::now();
-      woke.store(i, std::memory_order_release);
-    }
-  });
-  for (uint32_t i = 1; i <= rounds; ++i) {
-    std::this_thread::sleep_for(kSettle);
-    Clock::time_point t0 = Clock::now();
-    signal(base + i);
-    while (woke.load(std::memory_order_acquire) < i) std::this_thread::yield();
-    out.push_back(usBetween(t0, wokeAt[i % 2]));
-  }
-  waiter.join();
-  return out;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  uint32_t rounds = 500;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) {
-      rounds = static_cast<uint32_t>(std::max(10l, std::strtol(argv[++i], nullptr, 10)));
-    } else if (!std::strcmp(argv[i], "--quick")) {
-      rounds = 50;
-    } else {
-      std::fprintf(stderr, "usage: baton-interop-bench [--rounds N] [--quick]\n");
-      return 2;
-    }
-  }
-  VulkanContext vk;
-  if (!vk.ok()) {
-    std::printf("baton-interop-bench: skipped: %s\n", vk.skip.c_str());
-    return 0;
-  }
+// The bridged half: Vulkan <-> baton host backend.
+void runBridged(VulkanContext& vk, uint32_t rounds) {
   Instance instance;
   InstanceCreateInfo ii;
   ii.backendMask = backendBit(BackendKind::Host);
@@ -214,5 +163,50 @@ int main(int argc, char** argv) {
   vk.destroy(raw);
   (void)device.destroy();
   (void)instance.destroy();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IONBF, 0);  // rows appear as they are measured
+  Options options;
+  bool bridged = true, cuda = true;
+  auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: baton-interop-bench [--quick] [--rounds N] [--only bridged|cuda]\n");
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) {
+      options.rounds = static_cast<uint32_t>(std::max(10l, std::strtol(argv[++i], nullptr, 10)));
+    } else if (!std::strcmp(argv[i], "--quick")) {
+      options.rounds = 50;
+      options.pingPongRounds = 50;
+      options.reps = 3;
+      options.wakeSamples = 20;
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      ++i;
+      bridged = !std::strcmp(argv[i], "bridged");
+      cuda = !std::strcmp(argv[i], "cuda");
+      if (!bridged && !cuda) return usage();
+    } else {
+      return usage();
+    }
+  }
+  VulkanContext vk;
+  if (!vk.ok()) {
+    std::printf("baton-interop-bench: skipped: %s\n", vk.skip.c_str());
+    return 0;
+  }
+  if (bridged) runBridged(vk, options.rounds);
+  if (cuda) {
+#if BATON_INTEROP_BENCH_CUDA
+    runCuda(vk, options);
+#else
+    std::printf(
+        "native: skipped: this build has no CUDA backend (configured with -Dcuda=disabled, or "
+        "cuda.h was not found)\n");
+#endif
+  }
   return 0;
 }

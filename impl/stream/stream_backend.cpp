@@ -180,13 +180,17 @@ struct Waker {
 // A recorded device signal: one recording of a pooled event on a queue's stream.
 class StreamTimepoint final : public core::Timepoint, public core::Recycled<StreamTimepoint> {
  public:
+  // `gated`: the event's completion alone does not mean success (the submission waited for an
+  // imported semaphore, see Completion::failIfReleasedByFailure): the host learns the outcome
+  // only from the completion thread. GPU-side waits still use the event.
   StreamTimepoint(std::shared_ptr<DeviceShared> shared, std::shared_ptr<Waker> waker,
-                  core::Device* device, void* event, void* stream)
+                  core::Device* device, void* event, void* stream, bool gated)
       : Timepoint(device, shared->driver.kind),
         shared_(std::move(shared)),
         waker_(std::move(waker)),
         event_(event),
-        stream_(stream) {
+        stream_(stream),
+        gated_(gated) {
     gTimepoints.fetch_add(1, std::memory_order_relaxed);
   }
   ~StreamTimepoint() override {
@@ -207,6 +211,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   Status query() override {
     Status outcome;
     if (done(&outcome)) return outcome;
+    if (gated_) return Status(Result::NotReady);
     ContextScope scope(shared_->driver, shared_->config.context);
     return shared_->driver.eventQuery(event_);
   }
@@ -214,7 +219,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   Status wait(Deadline deadline) override {
     Status outcome;
     if (done(&outcome)) return outcome;
-    {
+    if (!gated_) {
       ContextScope scope(shared_->driver, shared_->config.context);
       const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
       for (;;) {
@@ -261,6 +266,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   std::shared_ptr<Waker> waker_;
   void* event_;
   void* stream_;
+  const bool gated_;
   std::atomic<uint32_t> state_{kPending};
   Status outcome_;  // written before state_ becomes kDone
 };
@@ -541,7 +547,7 @@ class Issuer {
     finish(std::move(rec), st);
   }
 
-  Status recordEvent(Ref<StreamTimepoint>* out) {
+  Status recordEvent(Ref<StreamTimepoint>* out, bool gated = false) {
     void* event = nullptr;
     if (q_.eventStash.empty()) q_.device->pool.takeFree(q_.eventStash, kEventStash);
     if (!q_.eventStash.empty()) {
@@ -557,7 +563,7 @@ class Issuer {
       return st;
     }
     *out = Ref<StreamTimepoint>::adopt(
-        new StreamTimepoint(q_.device, q_.waker, q_.coreDevice, event, q_.stream));
+        new StreamTimepoint(q_.device, q_.waker, q_.coreDevice, event, q_.stream, gated));
     return Status();
   }
 
@@ -573,7 +579,7 @@ class Issuer {
     const bool hostPublish =
         st.ok() && (rec.hostCalls || q_.hostPublished.load(std::memory_order_seq_cst) != 0);
     if (st.ok() && !hostPublish) st = signalExternals(sub);
-    Status rs = recordEvent(&rec.timepoint);
+    Status rs = recordEvent(&rec.timepoint, rec.externalWaits);
     if (!rs.ok()) {
       // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
       // it (only after a driver error, in practice a lost device).
@@ -921,6 +927,10 @@ class Completion {
     bool resume = false;
     {
       core::Notifier::Scope scope;  // releases run once, when the batch is published
+      // Before the timepoints complete: their host waiters must find the signals failed.
+      for (size_t i = 0; i < n; ++i)
+        if (inflight_[i].externalWaits && !inflight_[i].signalsDone)
+          failIfReleasedByFailure(inflight_[i]);
       for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
       // Signals published as timepoints are already visible (a query of their event sees them
       // complete): reach them in any order, once per semaphore with its highest value — one
@@ -929,7 +939,6 @@ class Completion {
       reach_.clear();
       for (size_t i = 0; i < n; ++i) {
         Record& r = inflight_[i];
-        if (r.externalWaits && !r.signalsDone) failIfReleasedByFailure(r);
         if (r.submission && !r.signalsDone && !r.hostPublished)
           for (core::Submission::Signal& s : r.submission->signals)
             reach_.emplace_back(s.semaphore.get(), s.value);

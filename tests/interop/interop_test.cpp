@@ -2,7 +2,6 @@
 // baton's host backend share timeline semaphores and memory. Covers wait-before-signal in both
 // directions, chains across a Vulkan queue, host backend queues and the host, failure and
 // misuse, and fd/thread leaks. Without a Vulkan device every test skips and prints why.
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,12 +14,16 @@
 
 #include "baton/baton.hpp"
 #include "baton/vulkan.hpp"
+#include "process_counts.hpp"
 #include "test_support.hpp"
 #include "vulkan_context.hpp"
 
 namespace {
 
 using namespace baton;
+using baton::test::openFds;
+using baton::test::threadCount;
+using baton::test::threadCountReaches;
 using baton::test::VulkanBuffer;
 using baton::test::VulkanContext;
 using baton_test::containsText;
@@ -33,27 +36,6 @@ using baton_test::MessageSink;
 const uint32_t kScaleAdd[] =
 #include "scale_add.spv.h"
     ;
-
-size_t countEntries(const char* dir) {
-  size_t n = 0;
-  if (DIR* d = opendir(dir)) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
-size_t openFds() { return countEntries("/proc/self/fd"); }
-size_t threadCount() { return countEntries("/proc/self/task"); }
-
-// Thread exit and /proc are not synchronous with join() to the microsecond: poll briefly.
-bool threadCountReaches(size_t expected) {
-  for (int i = 0; i < 200; ++i) {
-    if (threadCount() == expected) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
 
 class Interop : public ::testing::Test {
  protected:

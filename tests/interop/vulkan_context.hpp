@@ -1,8 +1,9 @@
 // A minimal Vulkan 1.2 setup for the interop tests and benchmarks: an instance, the first
 // physical device with timeline semaphores (BATON_VULKAN_DEVICE=<substring> picks by name), a
-// device with one compute queue, and helpers for timeline semaphores, host-visible buffers,
-// submissions and one compute pipeline. On a machine without a usable Vulkan device, `skip`
-// says why (CI points VK_DRIVER_FILES at Mesa's lavapipe when needed).
+// device with one compute queue (and VK_KHR_external_{semaphore,memory}_fd where offered), and
+// helpers for timeline semaphores, host-visible and exportable device-local buffers, fd export,
+// command recording, submissions and one compute pipeline. On a machine without a usable Vulkan
+// device, `skip` says why (CI points VK_DRIVER_FILES at Mesa's lavapipe when needed).
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "baton/vulkan.hpp"
@@ -31,6 +33,7 @@ struct VulkanBuffer {
   VkDeviceSize size = 0;            // requested
   VkDeviceSize allocationSize = 0;  // allocated
   uint32_t memoryType = 0;
+  bool dedicated = false;  // allocated with VkMemoryDedicatedAllocateInfo
 };
 
 class VulkanContext {
@@ -157,7 +160,114 @@ class VulkanContext {
     info.allocationSize = b.allocationSize;
     info.size = b.size;
     info.memoryTypeIndex = b.memoryType;
+    info.dedicated = b.dedicated;
     return info;
+  }
+
+  // A timeline semaphore created exportable as OPAQUE_FD (VkExportSemaphoreCreateInfo), as
+  // native import needs; null when the device cannot export timelines that way.
+  VkSemaphore createExportableTimeline(uint64_t initial = 0) {
+    if (!externalSemaphoreFd) return VK_NULL_HANDLE;
+    auto exportInfo =
+        vkStruct<VkExportSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO);
+    exportInfo.handleTypes = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+    auto type = vkStruct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                                    &exportInfo);
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    type.initialValue = initial;
+    auto info = vkStruct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type);
+    VkSemaphore s = VK_NULL_HANDLE;
+    if (vkCreateSemaphore(device, &info, nullptr, &s) != VK_SUCCESS) return VK_NULL_HANDLE;
+    return s;
+  }
+
+  // A new OPAQUE_FD for an exportable semaphore / allocation (the caller owns it), or -1.
+  int exportFd(VkSemaphore s) {
+    auto get = reinterpret_cast<PFN_vkGetSemaphoreFdKHR>(
+        vkGetDeviceProcAddr(device, "vkGetSemaphoreFdKHR"));
+    if (!get) return -1;
+    auto info = vkStruct<VkSemaphoreGetFdInfoKHR>(VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR);
+    info.semaphore = s;
+    info.handleType = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+    int fd = -1;
+    return get(device, &info, &fd) == VK_SUCCESS ? fd : -1;
+  }
+  int exportFd(VkDeviceMemory memory) {
+    auto get =
+        reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device, "vkGetMemoryFdKHR"));
+    if (!get) return -1;
+    auto info = vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
+    info.memory = memory;
+    info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    int fd = -1;
+    return get(device, &info, &fd) == VK_SUCCESS ? fd : -1;
+  }
+
+  // A storage/transfer buffer in DEVICE_LOCAL memory exportable as OPAQUE_FD (the memory native
+  // import shares with CUDA), optionally a dedicated allocation. On failure returns an empty
+  // buffer and says why in *why (e.g. the driver allows only dedicated exportable allocations).
+  VulkanBuffer createExportableBuffer(VkDeviceSize size, bool dedicated, std::string* why) {
+    const VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
+                                     VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                                     VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    const auto handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    if (!externalMemoryFd) {
+      *why = "VK_KHR_external_memory_fd is not enabled on " + name;
+      return VulkanBuffer{};
+    }
+    auto query = vkStruct<VkPhysicalDeviceExternalBufferInfo>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO);
+    query.usage = usage;
+    query.handleType = handleType;
+    auto props = vkStruct<VkExternalBufferProperties>(VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES);
+    vkGetPhysicalDeviceExternalBufferProperties(physical, &query, &props);
+    const VkExternalMemoryFeatureFlags features =
+        props.externalMemoryProperties.externalMemoryFeatures;
+    if (!(features & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT)) {
+      *why = name + " cannot export storage buffer memory as OPAQUE_FD";
+      return VulkanBuffer{};
+    }
+    if (!dedicated && (features & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT)) {
+      *why = name + " exports OPAQUE_FD buffer memory only from dedicated allocations";
+      return VulkanBuffer{};
+    }
+
+    VulkanBuffer b;
+    b.size = size;
+    b.dedicated = dedicated;
+    auto external = vkStruct<VkExternalMemoryBufferCreateInfo>(
+        VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
+    external.handleTypes = handleType;
+    auto info = vkStruct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, &external);
+    info.size = size;
+    info.usage = usage;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    if (VkResult r = vkCreateBuffer(device, &info, nullptr, &b.buffer); r != VK_SUCCESS) {
+      *why = "vkCreateBuffer (exportable) failed: " + std::to_string(r);
+      return VulkanBuffer{};
+    }
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device, b.buffer, &req);
+    b.memoryType = findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    b.allocationSize = req.size;
+    auto dedicatedInfo =
+        vkStruct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
+    dedicatedInfo.buffer = b.buffer;
+    auto exportInfo = vkStruct<VkExportMemoryAllocateInfo>(
+        VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, dedicated ? &dedicatedInfo : nullptr);
+    exportInfo.handleTypes = handleType;
+    auto alloc =
+        vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &exportInfo);
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = b.memoryType;
+    VkResult r = b.memoryType == UINT32_MAX ? VK_ERROR_FEATURE_NOT_PRESENT
+                                            : vkAllocateMemory(device, &alloc, nullptr, &b.memory);
+    if (r == VK_SUCCESS) r = vkBindBufferMemory(device, b.buffer, b.memory, 0);
+    if (r != VK_SUCCESS) {
+      *why = "allocating exportable DEVICE_LOCAL memory failed: " + std::to_string(r);
+      destroy(b);
+    }
+    return b;
   }
 
   uint32_t findMemoryType(uint32_t bits, VkMemoryPropertyFlags flags) const {
@@ -238,9 +348,10 @@ class VulkanContext {
     vkDestroyDescriptorSetLayout(device, p.setLayout, nullptr);
     p = Pipeline{};
   }
-  // Records one dispatch of `p` over `count` uints of `b` (64 per workgroup) with `push`.
-  VkCommandBuffer recordDispatch(const Pipeline& p, const VulkanBuffer& b, uint32_t count,
-                                 uint32_t push) {
+  // Records one dispatch of `p` over `count` uints of `b` (64 per workgroup) with `push`, into
+  // a command buffer being recorded. Allocates a descriptor set from p.pool (16 at most).
+  void cmdDispatch(VkCommandBuffer cmd, const Pipeline& p, const VulkanBuffer& b, uint32_t count,
+                   uint32_t push) {
     auto setAlloc =
         vkStruct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
     setAlloc.descriptorPool = p.pool;
@@ -255,30 +366,79 @@ class VulkanContext {
     write.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     write.pBufferInfo = &bufferInfo;
     vkUpdateDescriptorSets(device, 1, &write, 0, nullptr);
-    VkCommandBuffer cmd = allocateCommandBuffer();
-    auto begin = vkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
-    vkBeginCommandBuffer(cmd, &begin);
-    // The host (a baton host queue) may write the buffer after this submission was made, which
-    // vkQueueSubmit's implicit host-write domain operation does not cover: a HOST_WRITE barrier
-    // does (Vulkan 1.2 §7.9). The barrier after the dispatch makes its writes visible to host
-    // reads ordered after the signal.
-    auto hostWrites = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    hostWrites.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT;
-    hostWrites.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
-                         1, &hostWrites, 0, nullptr, 0, nullptr);
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
     vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
     vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &push);
     vkCmdDispatch(cmd, (count + 63) / 64, 1, 1);
-    auto barrier = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
-                         1, &barrier, 0, nullptr, 0, nullptr);
+  }
+
+  // Allocates a command buffer, records `commands(cmd)` into it (simultaneous use, so that one
+  // recording may be submitted several times) and ends it.
+  template <class Commands>
+  VkCommandBuffer record(Commands&& commands) {
+    VkCommandBuffer cmd = allocateCommandBuffer();
+    auto begin = vkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT;
+    vkBeginCommandBuffer(cmd, &begin);
+    std::forward<Commands>(commands)(cmd);
     vkEndCommandBuffer(cmd);
     return cmd;
+  }
+
+  // Memory shared with another API changes hands through queue family ownership transfers
+  // to and from VK_QUEUE_FAMILY_EXTERNAL (Vulkan 1.2 §7.7.4): acquire before this queue uses
+  // the buffer, release after, so that what CUDA wrote is visible here and the other way round.
+  void cmdAcquireFromExternal(VkCommandBuffer cmd, const VulkanBuffer& b) {
+    auto barrier = vkStruct<VkBufferMemoryBarrier>(VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER);
+    barrier.srcAccessMask = 0;
+    barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                            VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_EXTERNAL;
+    barrier.dstQueueFamilyIndex = family;
+    barrier.buffer = b.buffer;
+    barrier.size = VK_WHOLE_SIZE;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         0, 0, nullptr, 1, &barrier, 0, nullptr);
+  }
+  void cmdReleaseToExternal(VkCommandBuffer cmd, const VulkanBuffer& b) {
+    auto barrier = vkStruct<VkBufferMemoryBarrier>(VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = 0;
+    barrier.srcQueueFamilyIndex = family;
+    barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_EXTERNAL;
+    barrier.buffer = b.buffer;
+    barrier.size = VK_WHOLE_SIZE;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                         VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, nullptr, 1, &barrier, 0,
+                         nullptr);
+  }
+  // Makes transfer and shader writes visible to host reads ordered after the submission's
+  // signal.
+  void cmdHostReadBarrier(VkCommandBuffer cmd) {
+    auto barrier = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                         &barrier, 0, nullptr, 0, nullptr);
+  }
+
+  // Records one dispatch of `p` over `count` uints of host-visible `b` (64 per workgroup) with
+  // `push`, with the host barriers a buffer that the host writes and reads needs.
+  VkCommandBuffer recordDispatch(const Pipeline& p, const VulkanBuffer& b, uint32_t count,
+                                 uint32_t push) {
+    return record([&](VkCommandBuffer cmd) {
+      // The host (a baton host queue) may write the buffer after this submission was made,
+      // which vkQueueSubmit's implicit host-write domain operation does not cover: a HOST_WRITE
+      // barrier does (Vulkan 1.2 §7.9). The barrier after the dispatch makes its writes visible
+      // to host reads ordered after the signal.
+      auto hostWrites = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+      hostWrites.srcAccessMask = VK_ACCESS_HOST_WRITE_BIT;
+      hostWrites.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+      vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_HOST_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                           1, &hostWrites, 0, nullptr, 0, nullptr);
+      cmdDispatch(cmd, p, b, count, push);
+      cmdHostReadBarrier(cmd);
+    });
   }
 
   VkInstance instance = VK_NULL_HANDLE;
@@ -289,6 +449,9 @@ class VulkanContext {
   VkCommandPool pool = VK_NULL_HANDLE;
   std::string name;
   std::string skip;  // why there is no device
+  // The fd extensions offered by the device, and so enabled on it (native interop needs them).
+  bool externalSemaphoreFd = false;
+  bool externalMemoryFd = false;
 
  private:
   void init() {
@@ -346,10 +509,14 @@ class VulkanContext {
     std::vector<VkExtensionProperties> exts(extCount);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &extCount, exts.data());
     for (const VkExtensionProperties& e : exts) {
-      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME))
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME)) {
         extensions.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
-      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME))
+        externalSemaphoreFd = true;
+      }
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME)) {
         extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+        externalMemoryFd = true;
+      }
     }
     float priority = 1.0f;
     auto queueInfo = vkStruct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
