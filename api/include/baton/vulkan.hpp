@@ -8,12 +8,18 @@
 // Both sides see one timeline. Two modes carry it, chosen per import:
 //
 //   Native   the baton device imports the semaphore's OPAQUE_FD (CUDA:
-//            cuImportExternalSemaphore with the timeline fd type) and waits/signals it in its
-//            streams. No host hop. Needs a baton device whose backend declares
-//            kCapabilityExternalSemaphoreTimelineFd, a Vulkan device with
-//            VK_KHR_external_semaphore_fd, a semaphore created exportable, and equal device
-//            UUIDs. (Designed in; no backend of this build provides it yet, so a Native
-//            request returns ErrorNotSupported saying so, and Auto bridges.)
+//            cuImportExternalSemaphore with the timeline fd type). That device's queues signal
+//            it in stream order, and wait for it GPU-side (cuWaitExternalSemaphoresAsync) for
+//            values no baton queue has recorded a signal of yet, so that Vulkan -> CUDA and
+//            CUDA -> Vulkan edges need no host hop. Values raised anywhere else (the host,
+//            host queues, other devices) are forwarded as in bridged mode; host waits for
+//            values baton queues signal use baton's own events (vkWaitSemaphores took 10 ms to
+//            notice a CUDA signal on the NVIDIA driver), values Vulkan signals are observed by
+//            the watcher as in bridged mode. Needs a baton device whose backend imports timeline
+//            fds (kCapabilityExternalSemaphoreTimelineFd: the CUDA backend), a Vulkan device
+//            with VK_KHR_external_semaphore_fd enabled, a semaphore created exportable, and
+//            equal device UUIDs. Native memory: cuImportExternalMemory +
+//            cuExternalMemoryGetMappedBuffer; the buffer has a device address, no host mapping.
 //   Bridged  baton forwards signals on the host: a value baton reaches (host signal, queue
 //            signal, device signal observed complete) is passed to vkSignalSemaphore on the
 //            thread that reached it; values Vulkan reaches are observed by a watcher thread per
@@ -87,13 +93,18 @@ enum class VulkanFailurePolicy : uint32_t {
   // Stop forwarding: Vulkan is never signalled again by baton, so Vulkan work waiting for a
   // value that baton would have signalled stays blocked (it depends on results that were not
   // produced). Before tearing Vulkan down, release it yourself (vkSignalSemaphore) or make sure
-  // no such work was submitted.
+  // no such work was submitted. Native mode: a baton queue's GPU-side wait already in its stream
+  // is a wait on the VkSemaphore too, so that queue stays blocked like the Vulkan work (baton
+  // waits on the failed semaphore itself return at once; work behind the blocked wait only
+  // runs once the VkSemaphore reaches the value).
   Hold = 0,
   // Signal the largest value Vulkan accepts (current + maxTimelineSemaphoreValueDifference), so
   // that every Vulkan wait on the semaphore returns and vkDeviceWaitIdle/teardown cannot hang.
   // The data those waits guarded is not valid, and if Vulkan itself still has signals of this
   // semaphore pending, this breaks Vulkan's ordering rules (VUID-VkSemaphoreSignalInfo-value-
-  // 03259): use it for teardown paths, and read the failure from baton.
+  // 03259): use it for teardown paths, and read the failure from baton. Native mode: GPU-side
+  // waits of baton queues are released too, and the submissions they belong to fail their
+  // signals (DESIGN §1) instead of completing them.
   Release = 1,
 };
 
