@@ -9,11 +9,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "baton/fwd.hpp"
+#include "mutex.hpp"
 #include "object.hpp"
 #include "status.hpp"
 #include "timepoint.hpp"
@@ -135,7 +135,7 @@ class Semaphore : public Object {
   std::atomic<uint64_t> value_;
   std::atomic<bool> failed_{false};
   std::atomic<bool> hasTimepoints_{false};
-  std::mutex mutex_;
+  Mutex mutex_;
   Result failureCode_ = Result::Success;
   std::string failureReason_;
   std::string rootReason_;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "mutex.hpp"
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "parker.hpp"
@@ -77,7 +78,7 @@ class EventPool {
 
   Status acquire(void** event) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<core::Mutex> lock(mutex_);
       if (!free_.empty()) {
         *event = free_.back();
         free_.pop_back();
@@ -94,21 +95,21 @@ class EventPool {
 
   void release(void* event) {
     gEventsInUse.fetch_sub(1, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     free_.push_back(event);
   }
 
   // Moves up to `max` free events to `out` under one lock (a queue's stash, below); they count
   // as in use once taken from the stash.
   void takeFree(std::vector<void*>& out, size_t max) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     size_t n = std::min(max, free_.size());
     out.insert(out.end(), free_.end() - static_cast<ptrdiff_t>(n), free_.end());
     free_.resize(free_.size() - n);
   }
   // Returns events of a stash that were never used.
   void giveBack(std::vector<void*>& events) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     free_.insert(free_.end(), events.begin(), events.end());
     events.clear();
   }
@@ -116,7 +117,7 @@ class EventPool {
   // Destroys the pooled events; every event is back in the pool by then (timepoints keep the
   // device's shared state, and with it the pool, alive).
   void destroyAll() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     for (void* e : free_) (void)driver_.eventDestroy(e);
     gEventsCreated.fetch_sub(free_.size(), std::memory_order_relaxed);
     free_.clear();
@@ -125,7 +126,7 @@ class EventPool {
  private:
   const DriverTable& driver_;
   const bool blockingSync_;
-  std::mutex mutex_;
+  core::Mutex mutex_;
   std::vector<void*> free_;
 };
 
@@ -318,7 +319,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
 
   void push(Record&& record) {
     {
-      std::lock_guard<std::mutex> lock(inboxMutex);
+      std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
     }
     gRecords.fetch_add(1, std::memory_order_relaxed);
@@ -336,7 +337,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // issuing thread holds the core queue's lock and markLost takes every queue's lock.
   void deferLost(const std::string& reason) {
     {
-      std::lock_guard<std::mutex> lock(inboxMutex);
+      std::lock_guard<core::Mutex> lock(inboxMutex);
       if (!lostPending) lostReason = reason;
       lostPending = true;
     }
@@ -347,7 +348,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // completion thread runs them, since issuing inside the host function would call the driver.
   void handOff(std::vector<Ref<core::Queue>>&& queues) {
     {
-      std::lock_guard<std::mutex> lock(inboxMutex);
+      std::lock_guard<core::Mutex> lock(inboxMutex);
       for (Ref<core::Queue>& q : queues) passes.push_back(std::move(q));
     }
     waker->parker.unpark();
@@ -376,7 +377,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
 
   // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
   // completion thread resuming a suspended submission. Taken after the core queue's lock.
-  std::mutex issueMutex;
+  core::Mutex issueMutex;
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
@@ -388,7 +389,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // a later signal published as a timepoint would be seen first.
   std::atomic<uint32_t> hostPublished{0};
 
-  std::mutex inboxMutex;
+  core::Mutex inboxMutex;
   std::vector<Record> inbox;
   std::vector<Ref<core::Queue>> passes;  // see handOff
   bool lostPending = false;
@@ -724,7 +725,7 @@ class Completion {
     for (;;) {
       std::string lost;
       {
-        std::lock_guard<std::mutex> lock(q_->inboxMutex);
+        std::lock_guard<core::Mutex> lock(q_->inboxMutex);
         incoming.swap(q_->inbox);
         passes.swap(q_->passes);
         if (q_->lostPending) {
@@ -754,7 +755,7 @@ class Completion {
         q_->waker->idle.store(true, std::memory_order_seq_cst);
         bool empty;
         {
-          std::lock_guard<std::mutex> lock(q_->inboxMutex);
+          std::lock_guard<core::Mutex> lock(q_->inboxMutex);
           empty = q_->inbox.empty() && q_->passes.empty() && !q_->lostPending;
         }
         if (empty && !q_->stop.load(std::memory_order_acquire))
@@ -889,7 +890,7 @@ class Completion {
     q_->submissionsDone(submissions);
     if (resume) {
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
-      std::lock_guard<std::mutex> lock(q_->issueMutex);
+      std::lock_guard<core::Mutex> lock(q_->issueMutex);
       Issuer issuer(*q_);
       if (q_->continuation) issuer.resume();
       issuer.drainDeferred();
@@ -920,7 +921,7 @@ class Completion {
       }
       inflight_.clear();
       urgent_ = 0;
-      std::lock_guard<std::mutex> lock(q_->issueMutex);
+      std::lock_guard<core::Mutex> lock(q_->issueMutex);
       q_->hostPublished.store(0, std::memory_order_seq_cst);
       if (q_->continuation) {
         core::failSignals(*q_->continuation->submission, why);
@@ -1006,7 +1007,7 @@ class StreamQueue final : public core::QueueImpl {
 
   void issue(std::unique_ptr<core::Submission> sub) override {
     q_->issued.fetch_add(1, std::memory_order_seq_cst);
-    std::lock_guard<std::mutex> lock(q_->issueMutex);
+    std::lock_guard<core::Mutex> lock(q_->issueMutex);
     if (q_->continuation || !q_->deferred.empty()) {
       q_->deferred.push_back(std::move(sub));  // behind a suspended submission, in order
       return;
