@@ -11,7 +11,8 @@ Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info)
 
 namespace {
 
-Status checkList(size_t size, const void* data, const char* what, size_t index) {
+// What is wrong with a list checkList() rejected.
+[[gnu::noinline]] Status listError(size_t size, const void* data, const char* what, size_t index) {
   if (size > kMaxSubmitEntries)
     return error(Result::ErrorInvalidArgument,
                  "submit info %zu: %zu %s exceed kMaxSubmitEntries (%zu)", index, size, what,
@@ -20,6 +21,12 @@ Status checkList(size_t size, const void* data, const char* what, size_t index) 
     return error(Result::ErrorInvalidArgument,
                  "submit info %zu: %s pointer is null with %zu entries", index, what, size);
   return Status();
+}
+
+inline Status checkList(size_t size, const void* data, const char* what, size_t index) {
+  if (size <= kMaxSubmitEntries && (size == 0 || data)) [[likely]]
+    return Status();
+  return listError(size, data, what, index);
 }
 
 Status buildWaits(core::Device& dev, Span<const SemaphoreValue> waits, size_t index,
@@ -38,7 +45,7 @@ Status buildWaits(core::Device& dev, Span<const SemaphoreValue> waits, size_t in
                    i, s->name().c_str());
     // A wait already met stays met (values only rise): the scheduler would drop it first thing.
     // Dropping it here also spares taking a reference to the semaphore.
-    if (s->value(false) >= waits[i].value) continue;
+    if (s->current() >= waits[i].value) continue;
     sub.waits.push_back({Ref<core::Semaphore>(s), waits[i].value, nullptr});
   }
   return Status();
@@ -58,7 +65,7 @@ Status buildSignals(core::Device& dev, Span<const SemaphoreValue> signals, size_
       return error(Result::ErrorDeviceMismatch,
                    "submit info %zu, signal %zu: semaphore '%s' belongs to another instance", index,
                    i, s->name().c_str());
-    uint64_t current = s->value(false);
+    uint64_t current = s->current();
     if (signals[i].value <= current)
       return error(Result::ErrorNonIncreasingValue,
                    "submit info %zu, signal %zu: value %llu is not greater than the current "

@@ -21,13 +21,6 @@ HandleTable& HandleTable::get() {
   return *table;
 }
 
-HandleTable::Slot* HandleTable::slot(uint32_t index) const {
-  // A forged or corrupt handle can carry any index: never read past the chunk array.
-  if ((index >> kChunkBits) >= kMaxChunks) return nullptr;
-  Slot* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
-  return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
-}
-
 uint64_t HandleTable::insert(Ref<Object> object, ObjectType type) {
   uint32_t index;
   {
@@ -57,8 +50,8 @@ static Status invalid(const char* what, uint64_t handle, const char* why) {
                static_cast<unsigned long long>(handle), why);
 }
 
-HandleTable::Pin HandleTable::pin(uint64_t handle, ObjectType type, const char* what,
-                                  Status* status) const {
+HandleTable::Pin HandleTable::pinSlow(uint64_t handle, ObjectType type, const char* what,
+                                      Status* status) const {
   if (handle == 0) {
     *status = error(Result::ErrorInvalidHandle, "%s handle is null", what);
     return Pin();

@@ -76,7 +76,24 @@ class HandleTable {
   uint64_t insert(Ref<Object> object, ObjectType type);
   // Looks a handle up; on failure returns an empty Pin and sets *status to ErrorInvalidHandle
   // with a message naming `what` (e.g. "semaphore") and why (null, destroyed, wrong type).
-  Pin pin(uint64_t handle, ObjectType type, const char* what, Status* status) const;
+  Pin pin(uint64_t handle, ObjectType type, const char* what, Status* status) const {
+    // A live handle of the right type is decided here, inline (the submit path pins three
+    // objects); anything else goes to pinSlow(), which also says what is wrong.
+    uint32_t index = static_cast<uint32_t>(handle);
+    uint64_t gen = handle >> 32;
+    if (Slot* s = gen ? slot(index) : nullptr) {
+      uint64_t st = s->state.load(std::memory_order_acquire);
+      while ((st >> 32) == gen && (st & kAlive)) {
+        if (s->state.compare_exchange_weak(st, st + 1, std::memory_order_acquire)) {
+          if (s->type == type) [[likely]]
+            return Pin(this, s, index);
+          dropGuard(s, index);
+          break;
+        }
+      }
+    }
+    return pinSlow(handle, type, what, status);
+  }
   // The same, as a reference that outlives the call: null on failure.
   Ref<Object> lookup(uint64_t handle, ObjectType type, const char* what, Status* status) const {
     Pin p = pin(handle, type, what, status);
@@ -94,7 +111,13 @@ class HandleTable {
   static constexpr uint64_t kAlive = 1ull << 31;
   static constexpr uint64_t kGuardMask = kAlive - 1;
 
-  Slot* slot(uint32_t index) const;
+  Slot* slot(uint32_t index) const {
+    // A forged or corrupt handle can carry any index: never read past the chunk array.
+    if ((index >> kChunkBits) >= kMaxChunks) return nullptr;
+    Slot* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
+    return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
+  }
+  Pin pinSlow(uint64_t handle, ObjectType type, const char* what, Status* status) const;
   void dropGuard(Slot* s, uint32_t index) const;
   void recycle(Slot* s, uint32_t index) const;
 

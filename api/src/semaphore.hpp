@@ -80,6 +80,8 @@ class Semaphore : public Object {
 
   // The value reached so far; with refresh, recorded timepoints are queried first.
   uint64_t value(bool refresh = true);
+  // The value reached so far, without querying timepoints: value(false), inline.
+  uint64_t current() const noexcept { return value_.load(std::memory_order_acquire); }
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   Status failure();  // ErrorSemaphoreFailed with the reason, or Success
 
