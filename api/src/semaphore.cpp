@@ -114,10 +114,14 @@ void Semaphore::addTimepoint(uint64_t v, Ref<Timepoint> timepoint) {
   std::lock_guard<Mutex> lock(mutex_);
   if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
     return;
-  auto at = std::upper_bound(pending_.begin(), pending_.end(), v,
-                             [](uint64_t value, const Pending& p) { return value < p.value; });
   Timepoint* raw = timepoint.get();
-  pending_.insert(at, Pending{v, std::move(timepoint)});
+  if (pending_.empty() || pending_.back().value < v) {
+    pending_.push_back(Pending{v, std::move(timepoint)});  // in value order: the common case
+  } else {
+    auto at = std::upper_bound(pending_.begin(), pending_.end(), v,
+                               [](uint64_t value, const Pending& p) { return value < p.value; });
+    pending_.insert(at, Pending{v, std::move(timepoint)});
+  }
   hasTimepoints_.store(true, std::memory_order_release);
   notifyLocked(SemaphoreEvent::TimepointAdded, raw, v);
 }
