@@ -26,10 +26,17 @@ namespace {
 using core::Deadline;
 using core::Ref;
 
+// What stats() reports. Events in use, timepoints and records in flight are each counted as two
+// sums that only grow, what the issuing side added and what the completing side (completion
+// threads, and whoever drops a timepoint's last reference) retired, on separate cache lines: a
+// single counter raised on the submitting thread and lowered on a completion thread moved its
+// cache line between the two cores on every submission (issue 3, item 9).
+struct alignas(64) CounterSide {
+  std::atomic<uint64_t> events{0}, timepoints{0}, records{0};
+};
 std::atomic<uint64_t> gEventsCreated{0};
-std::atomic<uint64_t> gEventsInUse{0};
-std::atomic<uint64_t> gTimepoints{0};
-std::atomic<uint64_t> gRecords{0};
+CounterSide gIssued;   // events taken from a pool, timepoints made, records pushed
+CounterSide gRetired;  // events returned, timepoints destroyed, records finished
 
 // A host wait spins on the event this long before it sleeps. An event query sees a completed
 // record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
@@ -82,19 +89,19 @@ class EventPool {
       if (!free_.empty()) {
         *event = free_.back();
         free_.pop_back();
-        gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+        gIssued.events.fetch_add(1, std::memory_order_relaxed);
         return Status();
       }
     }
     Status s = driver_.eventCreate(event, blockingSync_);
     if (!s.ok()) return s;
     gEventsCreated.fetch_add(1, std::memory_order_relaxed);
-    gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+    gIssued.events.fetch_add(1, std::memory_order_relaxed);
     return Status();
   }
 
   void release(void* event) {
-    gEventsInUse.fetch_sub(1, std::memory_order_relaxed);
+    gRetired.events.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<core::Mutex> lock(mutex_);
     free_.push_back(event);
   }
@@ -179,20 +186,26 @@ struct Waker {
 };
 
 // A recorded device signal: one recording of a pooled event on a queue's stream.
+//
+// Lifetime: the base class's reference to the core Device keeps the device, its queues (a Device
+// destroys them only in its destructor), their QueueShared and Waker, and the DeviceShared alive
+// until this destructor's body has run, so plain pointers to them suffice. Shared pointers cost
+// two more reference counts per submission, raised on the submitting thread and dropped on a
+// completion thread (issue 3, item 9).
 class StreamTimepoint final : public core::Timepoint, public core::Recycled<StreamTimepoint> {
  public:
-  StreamTimepoint(std::shared_ptr<DeviceShared> shared, std::shared_ptr<Waker> waker,
-                  core::Device* device, void* event, void* stream)
+  StreamTimepoint(DeviceShared* shared, Waker* waker, core::Device* device, void* event,
+                  void* stream)
       : Timepoint(device, shared->driver.kind),
-        shared_(std::move(shared)),
-        waker_(std::move(waker)),
+        shared_(shared),
+        waker_(waker),
         event_(event),
         stream_(stream) {
-    gTimepoints.fetch_add(1, std::memory_order_relaxed);
+    gIssued.timepoints.fetch_add(1, std::memory_order_relaxed);
   }
   ~StreamTimepoint() override {
     shared_->pool.release(event_);
-    gTimepoints.fetch_sub(1, std::memory_order_relaxed);
+    gRetired.timepoints.fetch_add(1, std::memory_order_relaxed);
   }
 
   void* event() const noexcept { return event_; }
@@ -258,8 +271,8 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
 
  private:
   static constexpr uint32_t kPending = 0, kPendingWaiters = 1, kDone = 2;
-  std::shared_ptr<DeviceShared> shared_;
-  std::shared_ptr<Waker> waker_;
+  DeviceShared* shared_;
+  Waker* waker_;
   void* event_;
   void* stream_;
   std::atomic<uint32_t> state_{kPending};
@@ -322,7 +335,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
     }
-    gRecords.fetch_add(1, std::memory_order_relaxed);
+    gIssued.records.fetch_add(1, std::memory_order_relaxed);
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
     // the next poll finds the record (a wake per submission would cost a syscall each).
     // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
@@ -397,7 +410,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   std::atomic<bool> stop{false};
 
-  std::atomic<uint64_t> issued{0}, completed{0};  // submissions given to issue(), finished
+  // Submissions given to issue(), and finished: written by the issuing and the completion thread
+  // respectively, so on cache lines of their own.
+  alignas(64) std::atomic<uint64_t> issued{0};
+  alignas(64) std::atomic<uint64_t> completed{0};
   std::atomic<uint32_t> idleWaiters{0};
   std::mutex idleMutex;
   std::condition_variable idleCv;
@@ -508,7 +524,7 @@ class Issuer {
     if (!q_.eventStash.empty()) {
       event = q_.eventStash.back();
       q_.eventStash.pop_back();
-      gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+      gIssued.events.fetch_add(1, std::memory_order_relaxed);
     } else {
       BATON_TRY(q_.device->pool.acquire(&event));  // none free: creates one
     }
@@ -518,7 +534,7 @@ class Issuer {
       return st;
     }
     *out = Ref<StreamTimepoint>::adopt(
-        new StreamTimepoint(q_.device, q_.waker, q_.coreDevice, event, q_.stream));
+        new StreamTimepoint(q_.device.get(), q_.waker.get(), q_.coreDevice, event, q_.stream));
     return Status();
   }
 
@@ -886,7 +902,7 @@ class Completion {
       // Device::shutdown waits for idle, and must find nothing of ours holding the device.
       inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<ptrdiff_t>(n));
     }
-    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
     if (resume) {
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
@@ -933,7 +949,7 @@ class Completion {
       submissions += q_->deferred.size();
       q_->deferred.clear();
     }
-    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
   }
 
@@ -1074,9 +1090,14 @@ std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfi
 Stats stats() noexcept {
   Stats s;
   s.eventsCreated = gEventsCreated.load(std::memory_order_relaxed);
-  s.eventsInUse = gEventsInUse.load(std::memory_order_relaxed);
-  s.timepointsLive = gTimepoints.load(std::memory_order_relaxed);
-  s.recordsInFlight = gRecords.load(std::memory_order_relaxed);
+  // What was retired is read first: it never exceeds what had been issued before, so the
+  // differences cannot go below zero.
+  uint64_t events = gRetired.events.load(std::memory_order_seq_cst);
+  uint64_t timepoints = gRetired.timepoints.load(std::memory_order_seq_cst);
+  uint64_t records = gRetired.records.load(std::memory_order_seq_cst);
+  s.eventsInUse = gIssued.events.load(std::memory_order_seq_cst) - events;
+  s.timepointsLive = gIssued.timepoints.load(std::memory_order_seq_cst) - timepoints;
+  s.recordsInFlight = gIssued.records.load(std::memory_order_seq_cst) - records;
   return s;
 }
 
