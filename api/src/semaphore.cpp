@@ -10,7 +10,7 @@
 namespace baton::core {
 
 Semaphore::Semaphore(Ref<Instance> instance, uint64_t initialValue, std::string name)
-    : instance_(std::move(instance)), name_(std::move(name)), value_(initialValue) {
+    : value_(initialValue), instance_(std::move(instance)), name_(std::move(name)) {
   std::lock_guard<std::mutex> lock(instance_->semaphoresMutex);
   instance_->semaphores.insert(this);
 }
