@@ -31,6 +31,11 @@ Ref<T> find(uint64_t handle, ObjectType type, const char* what, Status* status) 
   return lookupAs<T>(handle, type, what, status);
 }
 
+// For objects used only until the entry point returns (see HandleTable::Pin).
+inline HandleTable::Pin pin(uint64_t handle, ObjectType type, const char* what, Status* status) {
+  return HandleTable::get().pin(handle, type, what, status);
+}
+
 #define BATON_NULL_CHECK(ptr, what) \
   if (!(ptr)) return ::baton::core::error(::baton::Result::ErrorInvalidArgument, "%s is null", what)
 
@@ -51,6 +56,7 @@ using core::HostWaitEntry;
 using core::makeRef;
 using core::Object;
 using core::ObjectType;
+using core::pin;
 using core::Ref;
 using core::Status;
 using core::Submission;

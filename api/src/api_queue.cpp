@@ -11,7 +11,8 @@ Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info)
 
 namespace {
 
-Status checkList(size_t size, const void* data, const char* what, size_t index) {
+// What is wrong with a list checkList() rejected.
+[[gnu::noinline]] Status listError(size_t size, const void* data, const char* what, size_t index) {
   if (size > kMaxSubmitEntries)
     return error(Result::ErrorInvalidArgument,
                  "submit info %zu: %zu %s exceed kMaxSubmitEntries (%zu)", index, size, what,
@@ -22,20 +23,30 @@ Status checkList(size_t size, const void* data, const char* what, size_t index) 
   return Status();
 }
 
+inline Status checkList(size_t size, const void* data, const char* what, size_t index) {
+  if (size <= kMaxSubmitEntries && (size == 0 || data)) [[likely]]
+    return Status();
+  return listError(size, data, what, index);
+}
+
 Status buildWaits(core::Device& dev, Span<const SemaphoreValue> waits, size_t index,
                   Submission& sub) {
   BATON_TRY(checkList(waits.size(), waits.data(), "waits", index));
   sub.waits.reserve(waits.size());
   for (size_t i = 0; i < waits.size(); ++i) {
     Status st;
-    Ref<core::Semaphore> s =
-        find<core::Semaphore>(waits[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
-    if (!s) return st.context(format("submit info %zu, wait %zu", index, i));
+    HandleTable::Pin pinned =
+        pin(waits[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
+    if (!pinned) return st.context(format("submit info %zu, wait %zu", index, i));
+    core::Semaphore* s = pinned.as<core::Semaphore>();
     if (s->instance() != dev.instance())
       return error(Result::ErrorDeviceMismatch,
                    "submit info %zu, wait %zu: semaphore '%s' belongs to another instance", index,
                    i, s->name().c_str());
-    sub.waits.push_back({std::move(s), waits[i].value, nullptr});
+    // A wait already met stays met (values only rise): the scheduler would drop it first thing.
+    // Dropping it here also spares taking a reference to the semaphore.
+    if (s->current() >= waits[i].value) continue;
+    sub.waits.push_back({Ref<core::Semaphore>(s), waits[i].value, nullptr});
   }
   return Status();
 }
@@ -46,21 +57,22 @@ Status buildSignals(core::Device& dev, Span<const SemaphoreValue> signals, size_
   sub.signals.reserve(signals.size());
   for (size_t i = 0; i < signals.size(); ++i) {
     Status st;
-    Ref<core::Semaphore> s =
-        find<core::Semaphore>(signals[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
-    if (!s) return st.context(format("submit info %zu, signal %zu", index, i));
+    HandleTable::Pin pinned =
+        pin(signals[i].semaphore.raw(), ObjectType::Semaphore, "semaphore", &st);
+    if (!pinned) return st.context(format("submit info %zu, signal %zu", index, i));
+    core::Semaphore* s = pinned.as<core::Semaphore>();
     if (s->instance() != dev.instance())
       return error(Result::ErrorDeviceMismatch,
                    "submit info %zu, signal %zu: semaphore '%s' belongs to another instance", index,
                    i, s->name().c_str());
-    uint64_t current = s->value(false);
+    uint64_t current = s->current();
     if (signals[i].value <= current)
       return error(Result::ErrorNonIncreasingValue,
                    "submit info %zu, signal %zu: value %llu is not greater than the current "
                    "value %llu of semaphore '%s'",
                    index, i, static_cast<unsigned long long>(signals[i].value),
                    static_cast<unsigned long long>(current), s->name().c_str());
-    sub.signals.push_back({std::move(s), signals[i].value});
+    sub.signals.push_back({Ref<core::Semaphore>(s), signals[i].value});
   }
   return Status();
 }
@@ -72,9 +84,10 @@ Status buildSubmission(core::Device& dev, const SubmitInfo& info, size_t i, Subm
   sub.commandLists.reserve(info.commandBuffers.size());
   for (size_t c = 0; c < info.commandBuffers.size(); ++c) {
     Status st;
-    Ref<core::CommandBuffer> cb = find<core::CommandBuffer>(
-        info.commandBuffers[c].raw(), ObjectType::CommandBuffer, "command buffer", &st);
-    if (!cb) return st.context(format("submit info %zu, command buffer %zu", i, c));
+    HandleTable::Pin pinned =
+        pin(info.commandBuffers[c].raw(), ObjectType::CommandBuffer, "command buffer", &st);
+    if (!pinned) return st.context(format("submit info %zu, command buffer %zu", i, c));
+    core::CommandBuffer* cb = pinned.as<core::CommandBuffer>();
     if (cb->device.get() != &dev)
       return error(Result::ErrorDeviceMismatch,
                    "submit info %zu, command buffer %zu was created on %s, not on %s", i, c,
@@ -99,8 +112,9 @@ Ref<core::Queue> findQueue(uint64_t h, Status* st) {
 Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
   return entry("Queue::submit", [&](const core::Instance*& owner) -> Status {
     Status st;
-    Ref<core::Queue> q = findQueue(handle_, &st);
-    if (!q) return st;
+    HandleTable::Pin pinned = pin(handle_, ObjectType::Queue, "queue", &st);
+    if (!pinned) return st;
+    core::Queue* q = pinned.as<core::Queue>();
     core::Device& dev = *q->device();
     owner = dev.instance();
     if (submits.size() > kMaxSubmitInfos)

@@ -21,13 +21,6 @@ HandleTable& HandleTable::get() {
   return *table;
 }
 
-HandleTable::Slot* HandleTable::slot(uint32_t index) const {
-  // A forged or corrupt handle can carry any index: never read past the chunk array.
-  if ((index >> kChunkBits) >= kMaxChunks) return nullptr;
-  Slot* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
-  return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
-}
-
 uint64_t HandleTable::insert(Ref<Object> object, ObjectType type) {
   uint32_t index;
   {
@@ -57,18 +50,18 @@ static Status invalid(const char* what, uint64_t handle, const char* why) {
                static_cast<unsigned long long>(handle), why);
 }
 
-Ref<Object> HandleTable::lookup(uint64_t handle, ObjectType type, const char* what,
-                                Status* status) const {
+HandleTable::Pin HandleTable::pinSlow(uint64_t handle, ObjectType type, const char* what,
+                                      Status* status) const {
   if (handle == 0) {
     *status = error(Result::ErrorInvalidHandle, "%s handle is null", what);
-    return nullptr;
+    return Pin();
   }
   uint32_t index = static_cast<uint32_t>(handle);
   uint64_t gen = handle >> 32;
   Slot* s = index ? slot(index) : nullptr;
   if (!s || gen == 0) {
     *status = invalid(what, handle, "was never created by baton");
-    return nullptr;
+    return Pin();
   }
   uint64_t st = s->state.load(std::memory_order_acquire);
   for (;;) {
@@ -77,17 +70,16 @@ Ref<Object> HandleTable::lookup(uint64_t handle, ObjectType type, const char* wh
       *status =
           invalid(what, handle,
                   (st >> 32) < gen ? "was never created by baton" : "was destroyed (stale handle)");
-      return nullptr;
+      return Pin();
     }
     if (s->state.compare_exchange_weak(st, st + 1, std::memory_order_acquire)) break;
   }
-  Ref<Object> result;
-  if (s->type == type) result = Ref<Object>(s->object);
-  dropGuard(s, index);
-  if (!result) {
+  Pin result(this, s, index);  // drops the guard when it goes
+  if (s->type != type) {
     *status = error(Result::ErrorInvalidHandle, "%s handle 0x%llx names a %s, not a %s", what,
                     static_cast<unsigned long long>(handle), objectTypeName(s->type),
                     objectTypeName(type));
+    return Pin();
   }
   return result;
 }

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "object.hpp"
@@ -34,14 +35,70 @@ enum class ObjectType : uint8_t {
 const char* objectTypeName(ObjectType type) noexcept;
 
 class HandleTable {
+  struct Slot {
+    std::atomic<uint64_t> state{0};
+    Object* object = nullptr;  // one table reference while alive or guarded
+    ObjectType type{};
+  };
+
  public:
   static HandleTable& get();
 
+  // A looked-up object kept alive by the guard on its slot rather than by a reference, until the
+  // Pin is destroyed. For what an entry point uses only until it returns: a guard is two atomic
+  // operations on the slot, a reference two more on the object's count, which other threads
+  // (completion threads releasing finished work) write too (issue 3, item 9).
+  class Pin {
+   public:
+    Pin() noexcept = default;
+    Pin(Pin&& o) noexcept
+        : table_(o.table_), slot_(std::exchange(o.slot_, nullptr)), index_(o.index_) {}
+    Pin& operator=(Pin&&) = delete;
+    ~Pin() {
+      if (slot_) table_->dropGuard(slot_, index_);
+    }
+    explicit operator bool() const noexcept { return slot_ != nullptr; }
+    template <class T>
+    T* as() const noexcept {
+      return static_cast<T*>(slot_->object);
+    }
+
+   private:
+    friend class HandleTable;
+    Pin(const HandleTable* table, Slot* slot, uint32_t index) noexcept
+        : table_(table), slot_(slot), index_(index) {}
+    const HandleTable* table_ = nullptr;
+    Slot* slot_ = nullptr;
+    uint32_t index_ = 0;
+  };
+
   // Publishes `object` under a new handle. Returns 0 when the table is full.
   uint64_t insert(Ref<Object> object, ObjectType type);
-  // Looks a handle up; on failure returns null and sets *status to ErrorInvalidHandle with a
-  // message naming `what` (e.g. "semaphore") and why (null, destroyed, wrong type).
-  Ref<Object> lookup(uint64_t handle, ObjectType type, const char* what, Status* status) const;
+  // Looks a handle up; on failure returns an empty Pin and sets *status to ErrorInvalidHandle
+  // with a message naming `what` (e.g. "semaphore") and why (null, destroyed, wrong type).
+  Pin pin(uint64_t handle, ObjectType type, const char* what, Status* status) const {
+    // A live handle of the right type is decided here, inline (the submit path pins three
+    // objects); anything else goes to pinSlow(), which also says what is wrong.
+    uint32_t index = static_cast<uint32_t>(handle);
+    uint64_t gen = handle >> 32;
+    if (Slot* s = gen ? slot(index) : nullptr) {
+      uint64_t st = s->state.load(std::memory_order_acquire);
+      while ((st >> 32) == gen && (st & kAlive)) {
+        if (s->state.compare_exchange_weak(st, st + 1, std::memory_order_acquire)) {
+          if (s->type == type) [[likely]]
+            return Pin(this, s, index);
+          dropGuard(s, index);
+          break;
+        }
+      }
+    }
+    return pinSlow(handle, type, what, status);
+  }
+  // The same, as a reference that outlives the call: null on failure.
+  Ref<Object> lookup(uint64_t handle, ObjectType type, const char* what, Status* status) const {
+    Pin p = pin(handle, type, what, status);
+    return p ? Ref<Object>(p.as<Object>()) : nullptr;
+  }
   // Invalidates the handle; returns the object it named (for its teardown), or null with
   // *status set as lookup() does.
   Ref<Object> remove(uint64_t handle, ObjectType type, const char* what, Status* status);
@@ -51,15 +108,16 @@ class HandleTable {
   static constexpr uint32_t kMaxChunks = 1024;  // 4M live handles
 
  private:
-  struct Slot {
-    std::atomic<uint64_t> state{0};
-    Object* object = nullptr;  // one table reference while alive or guarded
-    ObjectType type{};
-  };
   static constexpr uint64_t kAlive = 1ull << 31;
   static constexpr uint64_t kGuardMask = kAlive - 1;
 
-  Slot* slot(uint32_t index) const;
+  Slot* slot(uint32_t index) const {
+    // A forged or corrupt handle can carry any index: never read past the chunk array.
+    if ((index >> kChunkBits) >= kMaxChunks) return nullptr;
+    Slot* chunk = chunks_[index >> kChunkBits].load(std::memory_order_acquire);
+    return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
+  }
+  Pin pinSlow(uint64_t handle, ObjectType type, const char* what, Status* status) const;
   void dropGuard(Slot* s, uint32_t index) const;
   void recycle(Slot* s, uint32_t index) const;
 

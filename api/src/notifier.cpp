@@ -8,49 +8,84 @@
 
 namespace baton::core {
 namespace {
-thread_local int depth = 0;
-thread_local std::vector<Ref<Queue>> scheduled;
-thread_local std::vector<std::pair<Ref<Object>, Parker*>> wakes;
 
-void wakeAll() {
+// What this thread's scopes have collected.
+struct ThreadState {
+  int depth = 0;
+  std::vector<Ref<Queue>> scheduled;
+  std::vector<std::pair<Ref<Object>, Parker*>> wakes;
+};
+
+// Reached through a plain pointer in the initial-exec TLS model. libbaton is a shared library,
+// where the default (global-dynamic) model makes every thread_local access a call to
+// __tls_get_addr, about 20 instructions, several times per submit (issue 3, item 9); and a
+// thread_local with a destructor (ThreadState's vectors) is also guarded by a hidden TLS flag
+// that the attribute does not cover. The pointer is trivial, so neither applies: one load from
+// the static TLS block (a library loaded with dlopen takes its slot from glibc's surplus).
+thread_local ThreadState* tState __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// The owner of the thread's state, made on the thread's first Scope; it forgets the pointer when
+// the thread exits.
+struct ThreadStateOwner {
+  ThreadState state;
+  ~ThreadStateOwner() { tState = nullptr; }
+};
+
+[[gnu::noinline]] ThreadState& makeThreadState() {
+  thread_local ThreadStateOwner owner;
+  tState = &owner.state;
+  return owner.state;
+}
+
+inline ThreadState& threadState() {
+  if (ThreadState* t = tState) [[likely]]
+    return *t;
+  return makeThreadState();
+}
+
+void wakeAll(ThreadState& t) {
   // Swap out first: a woken owner's last reference may drop here, and nothing it runs may
   // append to the list being walked.
   std::vector<std::pair<Ref<Object>, Parker*>> now;
-  now.swap(wakes);
+  now.swap(t.wakes);
   for (auto& [owner, parker] : now) parker->unpark();
 }
 }  // namespace
 
-Notifier::Scope::Scope() noexcept { ++depth; }
+Notifier::Scope::Scope() noexcept { ++threadState().depth; }
 
 Notifier::Scope::~Scope() {
-  if (depth > 1 || (scheduled.empty() && wakes.empty())) {
-    --depth;
+  ThreadState& t = *tState;  // made by the constructor
+  if (t.depth > 1 || (t.scheduled.empty() && t.wakes.empty())) {
+    --t.depth;
     return;
   }
   // Outermost scope: wake host waiters first (the latency-critical hand-off), then run the
   // scheduler passes. depth stays 1 meanwhile, so the scopes that evaluate() opens nest instead
   // of draining recursively; what they schedule or wake joins this loop.
-  while (!scheduled.empty() || !wakes.empty()) {
-    wakeAll();
-    if (scheduled.empty()) break;
-    Ref<Queue> q = std::move(scheduled.back());
-    scheduled.pop_back();
+  while (!t.scheduled.empty() || !t.wakes.empty()) {
+    wakeAll(t);
+    if (t.scheduled.empty()) break;
+    Ref<Queue> q = std::move(t.scheduled.back());
+    t.scheduled.pop_back();
     q->evaluate();
   }
-  --depth;
+  --t.depth;
 }
 
 void Notifier::unparkLater(Ref<Object> owner, Parker* parker) {
-  wakes.emplace_back(std::move(owner), parker);
+  threadState().wakes.emplace_back(std::move(owner), parker);
 }
 
 void Notifier::schedule(Queue* queue) {
+  std::vector<Ref<Queue>>& scheduled = threadState().scheduled;
   for (const Ref<Queue>& q : scheduled)
     if (q.get() == queue) return;
   scheduled.push_back(Ref<Queue>(queue));
 }
 
-std::vector<Ref<Queue>> Notifier::takeScheduled() { return std::exchange(scheduled, {}); }
+std::vector<Ref<Queue>> Notifier::takeScheduled() {
+  return std::exchange(threadState().scheduled, {});
+}
 
 }  // namespace baton::core

@@ -19,6 +19,7 @@
 #include "baton/instance.hpp"
 #include "baton/physical_device.hpp"
 #include "handle_table.hpp"
+#include "mutex.hpp"
 #include "object.hpp"
 #include "semaphore.hpp"
 #include "status.hpp"
@@ -153,8 +154,9 @@ class Queue : public Object, private Waiter {
   uint32_t index_;
   std::string label_;
   std::unique_ptr<QueueImpl> impl_;
-  std::mutex mutex_;
-  std::condition_variable heldDrained_;
+  Mutex mutex_;
+  std::condition_variable_any heldDrained_;  // held_ became empty; notified only with waiters
+  uint32_t drainWaiters_ = 0;                // threads in waitIdle() waiting on heldDrained_
   std::deque<std::unique_ptr<Submission>> held_;
   WaitNode node_;  // linked while the head of held_ is blocked
 };

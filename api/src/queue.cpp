@@ -99,12 +99,12 @@ void Queue::releaseLocked() {
       failSignals(*sub, failure);
     }
   }
-  heldDrained_.notify_all();
+  if (drainWaiters_) heldDrained_.notify_all();
 }
 
 Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (device_->lost()) return device_->lostStatus();
   bool wasEmpty = held_.empty();
   for (auto& sub : submissions) held_.push_back(std::move(sub));
@@ -114,7 +114,7 @@ Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
 
 Status Queue::submit(std::unique_ptr<Submission> sub) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (device_->lost()) return device_->lostStatus();
   if (!held_.empty()) {  // behind held submissions: in order
     held_.push_back(std::move(sub));
@@ -136,7 +136,7 @@ Status Queue::submit(std::unique_ptr<Submission> sub) {
 
 void Queue::evaluate() {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   releaseLocked();
 }
 
@@ -149,16 +149,21 @@ bool Queue::onSemaphoreEvent(WaitNode&, SemaphoreEvent event, Timepoint* timepoi
 
 Status Queue::waitIdle(Deadline deadline) {
   {
-    std::unique_lock<std::mutex> lock(mutex_);
+    std::unique_lock<Mutex> lock(mutex_);
+    ++drainWaiters_;
     while (!held_.empty()) {
       if (deadline.isNever()) {
         heldDrained_.wait(lock);
       } else {
         uint64_t left = deadline.remaining();
-        if (left == 0) return Status(Result::Timeout);
+        if (left == 0) {
+          --drainWaiters_;
+          return Status(Result::Timeout);
+        }
         heldDrained_.wait_for(lock, std::chrono::nanoseconds(left));
       }
     }
+    --drainWaiters_;
   }
   BATON_TRY(impl_->waitIdle(deadline));
   if (device_->lost()) return device_->lostStatus();
@@ -167,14 +172,14 @@ Status Queue::waitIdle(Deadline deadline) {
 
 void Queue::failHeld(const Status& why) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
   while (!held_.empty()) {
     std::unique_ptr<Submission> sub = std::move(held_.front());
     held_.pop_front();
     failSignals(*sub, why);
   }
-  heldDrained_.notify_all();
+  if (drainWaiters_) heldDrained_.notify_all();
 }
 
 // ---- completion helpers for backends --------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "semaphore.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "notifier.hpp"
 #include "objects.hpp"
@@ -9,7 +10,7 @@
 namespace baton::core {
 
 Semaphore::Semaphore(Ref<Instance> instance, uint64_t initialValue, std::string name)
-    : instance_(std::move(instance)), name_(std::move(name)), value_(initialValue) {
+    : value_(initialValue), instance_(std::move(instance)), name_(std::move(name)) {
   std::lock_guard<std::mutex> lock(instance_->semaphoresMutex);
   instance_->semaphores.insert(this);
 }
@@ -24,7 +25,7 @@ uint64_t Semaphore::value(bool refresh) {
     // Query recorded signals outside the lock (driver calls), then publish what completed.
     std::vector<Pending> pending;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<Mutex> lock(mutex_);
       pending = pending_;
     }
     uint64_t completed = 0;
@@ -44,24 +45,24 @@ uint64_t Semaphore::value(bool refresh) {
 
 Status Semaphore::failure() {
   if (!failed()) return Status();
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   return Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
 }
 
 std::string Semaphore::rootReason() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   return rootReason_;
 }
 
 std::string Semaphore::failureReason() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   return failureReason_;
 }
 
 Status Semaphore::signal(uint64_t v) {
   Notifier::Scope scope;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<Mutex> lock(mutex_);
     if (failed_.load(std::memory_order_relaxed))
       return Status(failureCode_, "semaphore '" + name_ + "' failed: " + failureReason_);
     uint64_t current = value_.load(std::memory_order_relaxed);
@@ -82,7 +83,7 @@ Status Semaphore::signal(uint64_t v) {
 void Semaphore::reach(uint64_t v) {
   Notifier::Scope scope;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<Mutex> lock(mutex_);
     // A failed semaphore's value stays where the failure found it: a signal completing later
     // (work released by a failure policy, a host waiter that saw its event) satisfies nothing.
     if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
@@ -97,7 +98,7 @@ void Semaphore::reach(uint64_t v) {
 bool Semaphore::fail(Result code, const std::string& reason, const std::string& root) {
   Notifier::Scope scope;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<Mutex> lock(mutex_);
     if (failed_.load(std::memory_order_relaxed)) return false;
     failureCode_ = code;
     failureReason_ = reason;
@@ -113,13 +114,17 @@ bool Semaphore::fail(Result code, const std::string& reason, const std::string& 
 
 void Semaphore::addTimepoint(uint64_t v, Ref<Timepoint> timepoint) {
   Notifier::Scope scope;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
     return;
-  auto at = std::upper_bound(pending_.begin(), pending_.end(), v,
-                             [](uint64_t value, const Pending& p) { return value < p.value; });
   Timepoint* raw = timepoint.get();
-  pending_.insert(at, Pending{v, std::move(timepoint)});
+  if (pending_.empty() || pending_.back().value < v) {
+    pending_.push_back(Pending{v, std::move(timepoint)});  // in value order: the common case
+  } else {
+    auto at = std::upper_bound(pending_.begin(), pending_.end(), v,
+                               [](uint64_t value, const Pending& p) { return value < p.value; });
+    pending_.insert(at, Pending{v, std::move(timepoint)});
+  }
   hasTimepoints_.store(true, std::memory_order_release);
   notifyLocked(SemaphoreEvent::TimepointAdded, raw, v);
 }
@@ -127,7 +132,7 @@ void Semaphore::addTimepoint(uint64_t v, Ref<Timepoint> timepoint) {
 void Semaphore::failIfPendingOn(const Device* device, const std::string& reason) {
   bool pendingOnDevice = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<Mutex> lock(mutex_);
     for (const Pending& p : pending_)
       if (p.timepoint->device() == device) pendingOnDevice = true;
   }
@@ -171,7 +176,7 @@ WaitState Semaphore::poll(uint64_t v) {
     state.kind = WaitState::Reached;
     return state;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (value_.load(std::memory_order_relaxed) >= v) {
     state.kind = WaitState::Reached;
   } else if (failed_.load(std::memory_order_relaxed)) {
@@ -190,7 +195,7 @@ WaitState Semaphore::poll(uint64_t v) {
 }
 
 bool Semaphore::link(WaitNode& node) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (value_.load(std::memory_order_relaxed) >= node.value ||
       failed_.load(std::memory_order_relaxed))
     return false;
@@ -205,7 +210,7 @@ bool Semaphore::link(WaitNode& node) {
 }
 
 void Semaphore::unlink(WaitNode& node) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   if (node.linkedTo.load(std::memory_order_relaxed) != this) return;
   if (node.prev)
     node.prev->next = node.next;
@@ -217,7 +222,7 @@ void Semaphore::unlink(WaitNode& node) {
 }
 
 bool Semaphore::hasWaiters() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<Mutex> lock(mutex_);
   return waiters_ != nullptr;
 }
 

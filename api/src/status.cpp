@@ -26,6 +26,12 @@ std::string format(const char* fmt, ...) {
   return s;
 }
 
+const std::string& Status::noMessage() noexcept {
+  // Never destroyed: statuses may be inspected during static destruction.
+  static const std::string* const empty = new std::string;
+  return *empty;
+}
+
 Status error(Result code, const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);

@@ -161,7 +161,7 @@ bool isSticky(CUresult result) {
   }
 }
 
-core::Status toStatus(CUresult result, const char* api) {
+core::Status errorStatus(CUresult result, const char* api) {
   if (result == CUDA_SUCCESS) return core::Status();
   if (result == CUDA_ERROR_NOT_READY) return core::Status(Result::NotReady);
   Result code = Result::ErrorDriver;

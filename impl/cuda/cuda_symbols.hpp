@@ -81,8 +81,14 @@ const Symbols& symbols();
 // CUresult -> Status: Success, NotReady, or an error whose message is
 // "<api> failed: <CUDA_ERROR_NAME> (<description>)"; sticky faults give ErrorDeviceLost,
 // out-of-memory ErrorOutOfDeviceMemory, a missing or mismatched driver ErrorBackendUnavailable,
-// CUDA_ERROR_NOT_SUPPORTED ErrorNotSupported, everything else ErrorDriver.
-core::Status toStatus(CUresult result, const char* api);
+// CUDA_ERROR_NOT_SUPPORTED ErrorNotSupported, everything else ErrorDriver. Success is decided
+// inline: every driver call of the submit path returns it.
+core::Status errorStatus(CUresult result, const char* api);  // the rest
+inline core::Status toStatus(CUresult result, const char* api) {
+  if (result == CUDA_SUCCESS) [[likely]]
+    return core::Status();
+  return errorStatus(result, api);
+}
 // Whether the error leaves the context unusable (it is reported by every later call).
 bool isSticky(CUresult result);
 // "CUDA_ERROR_ILLEGAL_ADDRESS", or "CUresult(<n>)" when the driver does not know it.

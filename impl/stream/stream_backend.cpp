@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "clock.hpp"
+#include "mutex.hpp"
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "parker.hpp"
@@ -25,10 +26,17 @@ namespace {
 using core::Deadline;
 using core::Ref;
 
+// What stats() reports. Events in use, timepoints and records in flight are each counted as two
+// sums that only grow, what the issuing side added and what the completing side (completion
+// threads, and whoever drops a timepoint's last reference) retired, on separate cache lines: a
+// single counter raised on the submitting thread and lowered on a completion thread moved its
+// cache line between the two cores on every submission (issue 3, item 9).
+struct alignas(64) CounterSide {
+  std::atomic<uint64_t> events{0}, timepoints{0}, records{0};
+};
 std::atomic<uint64_t> gEventsCreated{0};
-std::atomic<uint64_t> gEventsInUse{0};
-std::atomic<uint64_t> gTimepoints{0};
-std::atomic<uint64_t> gRecords{0};
+CounterSide gIssued;   // events taken from a pool, timepoints made, records pushed
+CounterSide gRetired;  // events returned, timepoints destroyed, records finished
 
 // A host wait spins on the event this long before it sleeps. An event query sees a completed
 // record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
@@ -77,38 +85,38 @@ class EventPool {
 
   Status acquire(void** event) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::lock_guard<core::Mutex> lock(mutex_);
       if (!free_.empty()) {
         *event = free_.back();
         free_.pop_back();
-        gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+        gIssued.events.fetch_add(1, std::memory_order_relaxed);
         return Status();
       }
     }
     Status s = driver_.eventCreate(event, blockingSync_);
     if (!s.ok()) return s;
     gEventsCreated.fetch_add(1, std::memory_order_relaxed);
-    gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+    gIssued.events.fetch_add(1, std::memory_order_relaxed);
     return Status();
   }
 
   void release(void* event) {
-    gEventsInUse.fetch_sub(1, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(mutex_);
+    gRetired.events.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<core::Mutex> lock(mutex_);
     free_.push_back(event);
   }
 
   // Moves up to `max` free events to `out` under one lock (a queue's stash, below); they count
   // as in use once taken from the stash.
   void takeFree(std::vector<void*>& out, size_t max) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     size_t n = std::min(max, free_.size());
     out.insert(out.end(), free_.end() - static_cast<ptrdiff_t>(n), free_.end());
     free_.resize(free_.size() - n);
   }
   // Returns events of a stash that were never used.
   void giveBack(std::vector<void*>& events) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     free_.insert(free_.end(), events.begin(), events.end());
     events.clear();
   }
@@ -116,7 +124,7 @@ class EventPool {
   // Destroys the pooled events; every event is back in the pool by then (timepoints keep the
   // device's shared state, and with it the pool, alive).
   void destroyAll() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard<core::Mutex> lock(mutex_);
     for (void* e : free_) (void)driver_.eventDestroy(e);
     gEventsCreated.fetch_sub(free_.size(), std::memory_order_relaxed);
     free_.clear();
@@ -125,7 +133,7 @@ class EventPool {
  private:
   const DriverTable& driver_;
   const bool blockingSync_;
-  std::mutex mutex_;
+  core::Mutex mutex_;
   std::vector<void*> free_;
 };
 
@@ -178,24 +186,30 @@ struct Waker {
 };
 
 // A recorded device signal: one recording of a pooled event on a queue's stream.
+//
+// Lifetime: the base class's reference to the core Device keeps the device, its queues (a Device
+// destroys them only in its destructor), their QueueShared and Waker, and the DeviceShared alive
+// until this destructor's body has run, so plain pointers to them suffice. Shared pointers cost
+// two more reference counts per submission, raised on the submitting thread and dropped on a
+// completion thread (issue 3, item 9).
 class StreamTimepoint final : public core::Timepoint, public core::Recycled<StreamTimepoint> {
  public:
   // `gated`: the event's completion alone does not mean success (the submission waited for an
   // imported semaphore, see Completion::failIfReleasedByFailure): the host learns the outcome
   // only from the completion thread. GPU-side waits still use the event.
-  StreamTimepoint(std::shared_ptr<DeviceShared> shared, std::shared_ptr<Waker> waker,
-                  core::Device* device, void* event, void* stream, bool gated)
+  StreamTimepoint(DeviceShared* shared, Waker* waker, core::Device* device, void* event,
+                  void* stream, bool gated)
       : Timepoint(device, shared->driver.kind),
-        shared_(std::move(shared)),
-        waker_(std::move(waker)),
+        shared_(shared),
+        waker_(waker),
         event_(event),
         stream_(stream),
         gated_(gated) {
-    gTimepoints.fetch_add(1, std::memory_order_relaxed);
+    gIssued.timepoints.fetch_add(1, std::memory_order_relaxed);
   }
   ~StreamTimepoint() override {
     shared_->pool.release(event_);
-    gTimepoints.fetch_sub(1, std::memory_order_relaxed);
+    gRetired.timepoints.fetch_add(1, std::memory_order_relaxed);
   }
 
   void* event() const noexcept { return event_; }
@@ -262,8 +276,8 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
 
  private:
   static constexpr uint32_t kPending = 0, kPendingWaiters = 1, kDone = 2;
-  std::shared_ptr<DeviceShared> shared_;
-  std::shared_ptr<Waker> waker_;
+  DeviceShared* shared_;
+  Waker* waker_;
   void* event_;
   void* stream_;
   const bool gated_;
@@ -363,10 +377,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
 
   void push(Record&& record) {
     {
-      std::lock_guard<std::mutex> lock(inboxMutex);
+      std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
     }
-    gRecords.fetch_add(1, std::memory_order_relaxed);
+    gIssued.records.fetch_add(1, std::memory_order_relaxed);
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
     // the next poll finds the record (a wake per submission would cost a syscall each).
     // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
@@ -381,7 +395,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // issuing thread holds the core queue's lock and markLost takes every queue's lock.
   void deferLost(const std::string& reason) {
     {
-      std::lock_guard<std::mutex> lock(inboxMutex);
+      std::lock_guard<core::Mutex> lock(inboxMutex);
       if (!lostPending) lostReason = reason;
       lostPending = true;
     }
@@ -392,7 +406,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // completion thread runs them, since issuing inside the host function would call the driver.
   void handOff(std::vector<Ref<core::Queue>>&& queues) {
     {
-      std::lock_guard<std::mutex> lock(inboxMutex);
+      std::lock_guard<core::Mutex> lock(inboxMutex);
       for (Ref<core::Queue>& q : queues) passes.push_back(std::move(q));
     }
     waker->parker.unpark();
@@ -421,7 +435,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
 
   // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
   // completion thread resuming a suspended submission. Taken after the core queue's lock.
-  std::mutex issueMutex;
+  core::Mutex issueMutex;
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
@@ -433,7 +447,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // a later signal published as a timepoint would be seen first.
   std::atomic<uint32_t> hostPublished{0};
 
-  std::mutex inboxMutex;
+  core::Mutex inboxMutex;
   std::vector<Record> inbox;
   std::vector<Ref<core::Queue>> passes;  // see handOff
   bool lostPending = false;
@@ -441,7 +455,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   std::shared_ptr<Waker> waker = std::make_shared<Waker>();
   std::atomic<bool> stop{false};
 
-  std::atomic<uint64_t> issued{0}, completed{0};  // submissions given to issue(), finished
+  // Submissions given to issue(), and finished: written by the issuing and the completion thread
+  // respectively, so on cache lines of their own.
+  alignas(64) std::atomic<uint64_t> issued{0};
+  alignas(64) std::atomic<uint64_t> completed{0};
   std::atomic<uint32_t> idleWaiters{0};
   std::mutex idleMutex;
   std::condition_variable idleCv;
@@ -553,7 +570,7 @@ class Issuer {
     if (!q_.eventStash.empty()) {
       event = q_.eventStash.back();
       q_.eventStash.pop_back();
-      gEventsInUse.fetch_add(1, std::memory_order_relaxed);
+      gIssued.events.fetch_add(1, std::memory_order_relaxed);
     } else {
       BATON_TRY(q_.device->pool.acquire(&event));  // none free: creates one
     }
@@ -562,8 +579,8 @@ class Issuer {
       q_.device->pool.release(event);
       return st;
     }
-    *out = Ref<StreamTimepoint>::adopt(
-        new StreamTimepoint(q_.device, q_.waker, q_.coreDevice, event, q_.stream, gated));
+    *out = Ref<StreamTimepoint>::adopt(new StreamTimepoint(q_.device.get(), q_.waker.get(),
+                                                           q_.coreDevice, event, q_.stream, gated));
     return Status();
   }
 
@@ -806,7 +823,7 @@ class Completion {
     for (;;) {
       std::string lost;
       {
-        std::lock_guard<std::mutex> lock(q_->inboxMutex);
+        std::lock_guard<core::Mutex> lock(q_->inboxMutex);
         incoming.swap(q_->inbox);
         passes.swap(q_->passes);
         if (q_->lostPending) {
@@ -836,7 +853,7 @@ class Completion {
         q_->waker->idle.store(true, std::memory_order_seq_cst);
         bool empty;
         {
-          std::lock_guard<std::mutex> lock(q_->inboxMutex);
+          std::lock_guard<core::Mutex> lock(q_->inboxMutex);
           empty = q_->inbox.empty() && q_->passes.empty() && !q_->lostPending;
         }
         if (empty && !q_->stop.load(std::memory_order_acquire))
@@ -971,11 +988,11 @@ class Completion {
       // Device::shutdown waits for idle, and must find nothing of ours holding the device.
       inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<ptrdiff_t>(n));
     }
-    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
     if (resume) {
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
-      std::lock_guard<std::mutex> lock(q_->issueMutex);
+      std::lock_guard<core::Mutex> lock(q_->issueMutex);
       Issuer issuer(*q_);
       if (q_->continuation) issuer.resume();
       issuer.drainDeferred();
@@ -1029,7 +1046,7 @@ class Completion {
       }
       inflight_.clear();
       urgent_ = 0;
-      std::lock_guard<std::mutex> lock(q_->issueMutex);
+      std::lock_guard<core::Mutex> lock(q_->issueMutex);
       q_->hostPublished.store(0, std::memory_order_seq_cst);
       if (q_->continuation) {
         core::failSignals(*q_->continuation->submission, why);
@@ -1041,7 +1058,7 @@ class Completion {
       submissions += q_->deferred.size();
       q_->deferred.clear();
     }
-    gRecords.fetch_sub(n, std::memory_order_relaxed);
+    gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
   }
 
@@ -1115,7 +1132,7 @@ class StreamQueue final : public core::QueueImpl {
 
   void issue(std::unique_ptr<core::Submission> sub) override {
     q_->issued.fetch_add(1, std::memory_order_seq_cst);
-    std::lock_guard<std::mutex> lock(q_->issueMutex);
+    std::lock_guard<core::Mutex> lock(q_->issueMutex);
     if (q_->continuation || !q_->deferred.empty()) {
       q_->deferred.push_back(std::move(sub));  // behind a suspended submission, in order
       return;
@@ -1221,9 +1238,14 @@ std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfi
 Stats stats() noexcept {
   Stats s;
   s.eventsCreated = gEventsCreated.load(std::memory_order_relaxed);
-  s.eventsInUse = gEventsInUse.load(std::memory_order_relaxed);
-  s.timepointsLive = gTimepoints.load(std::memory_order_relaxed);
-  s.recordsInFlight = gRecords.load(std::memory_order_relaxed);
+  // What was retired is read first: it never exceeds what had been issued before, so the
+  // differences cannot go below zero.
+  uint64_t events = gRetired.events.load(std::memory_order_seq_cst);
+  uint64_t timepoints = gRetired.timepoints.load(std::memory_order_seq_cst);
+  uint64_t records = gRetired.records.load(std::memory_order_seq_cst);
+  s.eventsInUse = gIssued.events.load(std::memory_order_seq_cst) - events;
+  s.timepointsLive = gIssued.timepoints.load(std::memory_order_seq_cst) - timepoints;
+  s.recordsInFlight = gIssued.records.load(std::memory_order_seq_cst) - records;
   return s;
 }
 

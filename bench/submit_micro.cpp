@@ -1,0 +1,164 @@
+// submit_micro: the cost of Queue::submit on its own, for profiling (issue 3, item 9). Runs N
+// submissions of one wait and one signal with no command buffers, on a host or CUDA queue, and
+// prints the wall-clock ns per submit() call (batches of 64, waited for between batches). Made to
+// run under callgrind, with the collection limited to submit() so that the queues' own threads are
+// not counted:
+//
+//   valgrind --tool=callgrind --toggle-collect='baton::Queue::submit*'
+//       build/bench/submit_micro cuda covered 20000
+//   (then: total Ir / submissions printed)
+//
+// Without a GPU, BATON_CUDA_DRIVER=<build>/tests/cuda/libbaton_fake_cuda.so runs the CUDA
+// backend's code on the fake driver (every event completes when recorded). On CUDA the thread
+// makes device 0's primary context current first, as bench/cuda does (it issues raw driver
+// calls) and as an engine that also runs CUDA code does; baton then has no context to switch.
+//
+// Scenarios (what the wait finds when submitted):
+//   reached   a value already reached (the gate was signalled on the host up front)
+//   covered   queue 0 records a signal of s, queue 1 then submits a wait for it: on a GPU backend
+//             a recorded, maybe unreached signal (GPU-side wait); two submits per step
+//   pingpong  the live cross-queue ping-pong of bench/cuda (benchPingPong): queue 0 waits for
+//             queue 1's last signal and signals s, queue 1 waits for s and signals t
+//
+// Usage: submit_micro <host|cuda> <reached|covered|pingpong> [submits, default 200000]
+#include <dlfcn.h>
+
+#include <baton/baton.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+#define CHECK(call)                                                                \
+  do {                                                                             \
+    baton::Result r_ = (call);                                                     \
+    if (baton::isError(r_)) {                                                      \
+      std::fprintf(stderr, "FAILED: %s -> %s: %s\n", #call, baton::resultName(r_), \
+                   baton::lastErrorMessage());                                     \
+      std::exit(1);                                                                \
+    }                                                                              \
+  } while (0)
+
+baton::PhysicalDevice find(baton::Instance instance, baton::BackendKind kind) {
+  uint32_t count = 0;
+  CHECK(instance.enumeratePhysicalDevices(&count, nullptr));
+  std::vector<baton::PhysicalDevice> all(count);
+  CHECK(instance.enumeratePhysicalDevices(&count, all.data()));
+  for (baton::PhysicalDevice p : all) {
+    baton::PhysicalDeviceProperties props;
+    CHECK(p.getProperties(&props));
+    if (props.backend == kind && props.maxQueues >= 2) return p;
+  }
+  std::fprintf(stderr, "no %s device with two queues\n", baton::backendName(kind));
+  std::exit(1);
+}
+
+// Makes device 0's primary context current on this thread (the driver baton loads: the same
+// BATON_CUDA_DRIVER, or libcuda.so.1). Without it each submit pays for a context switch there
+// and back.
+void makePrimaryContextCurrent() {
+  const char* path = std::getenv("BATON_CUDA_DRIVER");
+  void* lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;
+  using Init = int (*)(unsigned);
+  using Retain = int (*)(void**, int);
+  using SetCurrent = int (*)(void*);
+  auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
+  auto retain = reinterpret_cast<Retain>(dlsym(lib, "cuDevicePrimaryCtxRetain"));
+  auto setCurrent = reinterpret_cast<SetCurrent>(dlsym(lib, "cuCtxSetCurrent"));
+  void* context = nullptr;
+  if (init && retain && setCurrent && init(0) == 0 && retain(&context, 0) == 0)
+    (void)setCurrent(context);  // retained for the life of the process
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s <host|cuda> <reached|covered|pingpong> [submits]\n", argv[0]);
+    return 2;
+  }
+  const baton::BackendKind kind =
+      std::strcmp(argv[1], "cuda") == 0 ? baton::BackendKind::Cuda : baton::BackendKind::Host;
+  const std::string scenario = argv[2];
+  const long submits = argc > 3 ? std::atol(argv[3]) : 200000;
+  if (kind == baton::BackendKind::Cuda) makePrimaryContextCurrent();
+
+  baton::UniqueInstance instance;
+  CHECK(baton::createInstance(baton::InstanceCreateInfo{}, instance.put()));
+  baton::DeviceCreateInfo deviceInfo;
+  deviceInfo.queueCount = 2;
+  baton::UniqueDevice device;
+  CHECK(instance->createDevice(find(*instance, kind), deviceInfo, device.put()));
+  baton::Queue q0, q1;
+  CHECK(device->getQueue(0, &q0));
+  CHECK(device->getQueue(1, &q1));
+  baton::UniqueSemaphore s, t;
+  baton::SemaphoreCreateInfo info;
+  info.debugName = "s";
+  CHECK(instance->createSemaphore(info, s.put()));
+  info.debugName = "t";
+  CHECK(instance->createSemaphore(info, t.put()));
+
+  // The submit infos are built once, as an engine would keep them; only values change.
+  baton::SemaphoreValue waitS{*s, 0}, signalS{*s, 0}, waitT{*t, 0}, signalT{*t, 0};
+  baton::SubmitInfo onlySignalS{{}, {}, signalS};
+  baton::SubmitInfo waitSsignalT{waitS, {}, signalT};
+  baton::SubmitInfo waitTsignalS{waitT, {}, signalS};
+
+  // Batches of kBatch submissions, each followed by Device::waitIdle outside the timing, as
+  // bench/cuda's benchSubmit does: the queues' threads then finish the work and recycle events,
+  // timepoints and submissions between batches, so that what is counted does not depend on how
+  // the threads were scheduled (under valgrind they run one at a time, and a completion thread
+  // could otherwise starve for the whole run).
+  constexpr long kBatch = 64;
+  long done = 0;
+  double ns = 0;
+  auto timed = [&](auto&& submitOne) {
+    while (done < submits) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (long i = 0; i < kBatch && done < submits; ++i) done += submitOne();
+      ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      CHECK(device->waitIdle());
+    }
+  };
+  if (scenario == "reached") {
+    CHECK(s->signal(1));
+    signalS.value = waitS.value = 1;
+    timed([&] {
+      ++signalT.value;
+      CHECK(q1.submit(waitSsignalT));
+      return 1;
+    });
+  } else if (scenario == "covered") {
+    timed([&] {
+      ++signalS.value;
+      CHECK(q0.submit(onlySignalS));
+      waitS.value = signalS.value;
+      ++signalT.value;
+      CHECK(q1.submit(waitSsignalT));
+      return 2;
+    });
+  } else if (scenario == "pingpong") {
+    timed([&] {
+      waitT.value = signalT.value;
+      ++signalS.value;
+      CHECK(q0.submit(waitTsignalS));
+      waitS.value = signalS.value;
+      ++signalT.value;
+      CHECK(q1.submit(waitSsignalT));
+      return 2;
+    });
+  } else {
+    std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
+    return 2;
+  }
+  std::printf("%s %s: %ld submits, %.1f ns per submit() call\n", argv[1], scenario.c_str(), done,
+              ns / static_cast<double>(done));
+  CHECK(device->waitIdle());
+  return 0;
+}
