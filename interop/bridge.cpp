@@ -162,7 +162,7 @@ void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
     // Values a queue signalled GPU-side (native mode) are the Vulkan semaphore's already: reading
     // the counter to find out would cost a driver call, and a read that lagged behind the GPU
     // would make us signal a value again, possibly after a higher one.
-    auto above = deviceSignalled_.upper_bound(value);
+    auto above = std::upper_bound(deviceSignalled_.begin(), deviceSignalled_.end(), value);
     bool signalledByDevice = above != deviceSignalled_.begin() && *std::prev(above) == value;
     deviceSignalled_.erase(deviceSignalled_.begin(), above);
     if (signalledByDevice) {
@@ -203,7 +203,10 @@ void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
 
 void VulkanMirror::onDeviceSignal(uint64_t value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!detached_) deviceSignalled_.insert(value);
+  if (detached_) return;
+  // Sorted; signals are mostly enqueued in value order, so this is an append.
+  auto at = std::upper_bound(deviceSignalled_.begin(), deviceSignalled_.end(), value);
+  deviceSignalled_.insert(at, value);
 }
 
 void VulkanMirror::onFailed(core::Semaphore& semaphore) {

@@ -27,9 +27,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backend.hpp"
 #include "baton/vulkan.hpp"
@@ -94,9 +94,9 @@ class VulkanMirror final : public core::SemaphoreMirror {
   bool stopped_ = false;  // the baton semaphore failed (or Vulkan was lost): forwarding ended
   uint64_t forwarded_;    // the highest value baton signalled to Vulkan
   uint64_t observed_;     // the highest value read from Vulkan
-  std::set<uint64_t> deviceSignalled_;    // enqueued GPU-side signals not reached yet (native)
-  core::Semaphore* semaphore_ = nullptr;  // valid from attach() until detach() returns
-  std::condition_variable stoppedIdle_;   // a stopped watcher sleeps here until detach
+  std::vector<uint64_t> deviceSignalled_;  // enqueued GPU-side signals not reached yet (native)
+  core::Semaphore* semaphore_ = nullptr;   // valid from attach() until detach() returns
+  std::condition_variable stoppedIdle_;    // a stopped watcher sleeps here until detach
   std::thread watcher_;
 };
 

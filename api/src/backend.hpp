@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -237,6 +238,10 @@ void reachSignals(Submission& sub);
 // Fails every signal of `sub` with ErrorSemaphoreFailed (or `why`'s code when it is
 // ErrorDeviceLost) and a reason built from `why`.
 void failSignals(Submission& sub, const Status& why);
+// Why a submission on `queueLabel` cannot run: its wait `w` is on a failed semaphore. Names the
+// hop and the root cause only, so that messages stay bounded along chains; carries `code`
+// (ErrorSemaphoreFailed or ErrorDeviceLost).
+Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Result code);
 
 // Native interop (interop/, DESIGN §5): an OS semaphore that a backend imported into one device,
 // which that device's queues wait for and signal in stream order. Owned through Refs by the

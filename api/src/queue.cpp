@@ -44,13 +44,7 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** b
         sub.waits.erase(sub.waits.begin() + static_cast<ptrdiff_t>(i));
         continue;
       case WaitState::Failed:
-        // Name the hop and the root cause only, so messages stay bounded along chains.
-        *failure = Status(
-            st.failure.code(),
-            format("a submission on %s waited for semaphore '%s' >= %llu, which "
-                   "failed: %s",
-                   label_.c_str(), w.semaphore->name().c_str(),
-                   static_cast<unsigned long long>(w.value), w.semaphore->rootReason().c_str()));
+        *failure = failedWait(label_, w, st.failure.code());
         return Resolution::Failed;
       case WaitState::Covered:
         if (impl_->canWait(*st.timepoint)) {
@@ -187,6 +181,14 @@ void Queue::failHeld(const Status& why) {
 void reachSignals(Submission& sub) {
   Notifier::Scope scope;
   for (Submission::Signal& s : sub.signals) s.semaphore->reach(s.value);
+}
+
+Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Result code) {
+  return Status(
+      code, format("a submission on %s waited for semaphore '%s' >= %llu, which "
+                   "failed: %s",
+                   queueLabel.c_str(), w.semaphore->name().c_str(),
+                   static_cast<unsigned long long>(w.value), w.semaphore->rootReason().c_str()));
 }
 
 void failSignals(Submission& sub, const Status& why) {

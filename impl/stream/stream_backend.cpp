@@ -1006,13 +1006,8 @@ class Completion {
   void failIfReleasedByFailure(Record& r) {
     for (const core::Submission::Wait& w : r.submission->waits) {
       if (!w.external || !w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
-      core::failSignals(
-          *r.submission,
-          core::error(Result::ErrorSemaphoreFailed,
-                      "a submission on %s waited for semaphore '%s' >= %llu, "
-                      "which failed: %s",
-                      q_->label.c_str(), w.semaphore->name().c_str(),
-                      static_cast<unsigned long long>(w.value), w.semaphore->rootReason().c_str()));
+      core::failSignals(*r.submission,
+                        core::failedWait(q_->label, w, Result::ErrorSemaphoreFailed));
       r.signalsDone = true;
       if (r.hostPublished) {  // its publication is done too
         r.hostPublished = false;
