@@ -21,7 +21,8 @@ class Device;
 
 class Timepoint : public Object {
  public:
-  Timepoint(Device* device, BackendKind backend);
+  // `device`: a reference the timepoint keeps (see device_).
+  Timepoint(Ref<Device> device, BackendKind backend);
   ~Timepoint() override;
 
   // The device whose work signals this timepoint (for device loss), and its backend.
