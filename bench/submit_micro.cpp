@@ -20,8 +20,15 @@
 //   pingpong  the live cross-queue ping-pong of bench/cuda (benchPingPong): queue 0 waits for
 //             queue 1's last signal and signals s, queue 1 waits for s and signals t
 //
+// It also prints the CPU time of the whole process (its queues' threads included) per submission.
+// SAMPLE=<file> profiles the submitting thread with bench/sampler.hpp (no perf needed); summarize
+// the file with bench/symbolize.py on the same machine. E.g. on the GPU test machine:
+//   SAMPLE=/tmp/p.txt build/bench/submit_micro cuda pingpong 3000000
+//   bench/symbolize.py /tmp/p.txt 40
+//
 // Usage: submit_micro <host|cuda> <reached|covered|pingpong> [submits, default 200000]
 #include <dlfcn.h>
+#include <sys/resource.h>
 
 #include <baton/baton.hpp>
 #include <chrono>
@@ -30,6 +37,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "sampler.hpp"  // SAMPLE=<file>
 
 namespace {
 
@@ -126,6 +135,7 @@ int main(int argc, char** argv) {
       CHECK(device->waitIdle());
     }
   };
+  if (std::getenv("SAMPLE") && !sampler::start()) std::fprintf(stderr, "sampler: no timer\n");
   if (scenario == "reached") {
     CHECK(s->signal(1));
     signalS.value = waitS.value = 1;
@@ -157,8 +167,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
   }
-  std::printf("%s %s: %ld submits, %.1f ns per submit() call\n", argv[1], scenario.c_str(), done,
-              ns / static_cast<double>(done));
+  if (std::getenv("SAMPLE")) sampler::stop(std::getenv("SAMPLE"));
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpuNs = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+                       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
+  std::printf("%s %s: %ld submits, %.1f ns per submit() call, process CPU %.1f ns per submit\n",
+              argv[1], scenario.c_str(), done, ns / static_cast<double>(done),
+              cpuNs / static_cast<double>(done));
   CHECK(device->waitIdle());
   return 0;
 }

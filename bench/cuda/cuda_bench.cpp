@@ -3,7 +3,8 @@
 //
 //   submit      host cost of one submit with one recorded wait + one signal, no work, vs
 //               cuStreamWaitEvent + cuEventRecord (the wait is on another stream's event that
-//               has not completed: a 1 ms kernel holds that stream)
+//               has not completed: a 1 ms kernel holds that stream); also the raw calls when
+//               another thread queries the events between uses, as baton's completion threads do
 //   ping-pong   GPU time per cross-queue round trip through two semaphores, vs an event
 //               ping-pong between two streams (all submitted behind a 2 ms kernel, timed on the
 //               GPU with timing events recorded from native callbacks)
@@ -19,7 +20,12 @@
 // operations queued behind a gate can fill the stream and block the enqueuing thread, which is
 // the one that would open the gate (DESIGN §4). Only "host wake" uses a gate (one operation).
 // Medians over repetitions; raw and baton alternate within a repetition so drift hits both.
+// Ratios in the table are of the medians; the notes of submit and ping-pong also give the median
+// of the per-repetition ratios (baton and raw measured back to back), which drifts less when the
+// machine's speed changes between repetitions (on the H100 test machine the raw figures alone
+// moved by up to 2x between runs).
 // BATON_BENCH_SCALE=<n> divides the iteration counts (a smoke run). Output is unbuffered.
+// Arguments name the benchmarks to run (submit ping-pong wbs wake naive cpu steady); none: all.
 #include <cuda.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -75,6 +81,13 @@ int scale() {
   return v > 0 ? v : 1;
 }
 int iters(int n) { return std::max(n / scale(), 4); }
+
+double cpuSeconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
+         u.ru_stime.tv_usec / 1e6;
+}
 
 void row(const char* name, double baton, double raw, const char* unit, const char* note = "") {
   std::printf("%-34s %12.3f %12.3f %8.2fx  %-4s %s\n", name, baton, raw, raw > 0 ? baton / raw : 0,
@@ -247,7 +260,11 @@ void benchSubmit() {
     CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC));
   CUevent busyEvent;
   CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
-  std::vector<double> ours, raw, rawBlock;
+  // Raw again, with each event queried by another thread after it completed, as a completion
+  // thread does: what that costs the next record of the event is part of baton's figure.
+  std::vector<CUevent> rawQueried(kBatch);
+  for (auto& e : rawQueried) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  std::vector<double> ours, raw, rawBlock, rawForeign, ratios;
   int late = 0;
   for (int rep = 0; rep < kReps; ++rep) {
     // baton: queue 0 holds a recorded, incomplete signal; queue 1 submits kBatch times.
@@ -267,7 +284,7 @@ void benchSubmit() {
     late += reached >= sv;  // the kernel ended before the batch did: the waits were not pending
     BATON_OK(env.device.waitIdle());
 
-    for (std::vector<CUevent>* events : {&rawEvents, &rawBlocking}) {
+    for (std::vector<CUevent>* events : {&rawEvents, &rawBlocking, &rawQueried}) {
       CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
       CU_OK(cu->cuEventRecord(busyEvent, env.raw[0]));
       t0 = Clock::now();
@@ -275,13 +292,22 @@ void benchSubmit() {
         CU_OK(cu->cuStreamWaitEvent(env.raw[1], busyEvent, 0));
         CU_OK(cu->cuEventRecord((*events)[i], env.raw[1]));
       }
-      (events == &rawEvents ? raw : rawBlock).push_back(nsSince(t0) / kBatch);
+      double ns = nsSince(t0) / kBatch;
+      (events == &rawEvents ? raw : events == &rawBlocking ? rawBlock : rawForeign).push_back(ns);
       CU_OK(cu->cuStreamSynchronize(env.raw[1]));
+      if (events == &rawQueried) {
+        std::thread([&] {
+          CU_OK(cu->cuCtxSetCurrent(env.ctx));
+          for (CUevent e : rawQueried) CU_OK(cu->cuEventQuery(e));
+        }).join();
+      }
     }
+    ratios.push_back(ours.back() / raw.back());
   }
-  char note[96];
-  std::snprintf(note, sizeof note, "(batches of %d; %d/%d batches outlived the 1 ms kernel)",
-                kBatch, late, kReps);
+  char note[128];
+  std::snprintf(note, sizeof note,
+                "(batches of %d; %d/%d batches outlived the 1 ms kernel; paired ratio %.2fx)",
+                kBatch, late, kReps, median(ratios));
   row("submit (1 wait + 1 signal)", median(ours) / 1e3, median(raw) / 1e3, "us", note);
   // The backend-independent part: the same submission on a host queue (validation, handles,
   // scheduler, semaphores), whose issue is a push to a worker thread.
@@ -325,8 +351,11 @@ void benchSubmit() {
   }
   row("  raw with blocking-sync events", median(rawBlock) / 1e3, median(raw) / 1e3, "us",
       "(raw vs raw: cost of CU_EVENT_BLOCKING_SYNC)");
+  row("  raw, events queried by a 2nd thread", median(rawForeign) / 1e3, median(raw) / 1e3, "us",
+      "(raw vs raw: each event was last queried by another thread)");
   for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
   for (auto e : rawBlocking) CU_OK(cu->cuEventDestroy(e));
+  for (auto e : rawQueried) CU_OK(cu->cuEventDestroy(e));
   CU_OK(cu->cuEventDestroy(busyEvent));
 }
 
@@ -378,7 +407,10 @@ void benchPingPong() {
   const int kLive = 1000;
   ours.clear();
   raw.clear();
+  std::vector<double> ratios;
+  double cpuOurs = 0, cpuRaw = 0;  // CPU time of the whole process (baton: with its threads)
   for (int rep = 0; rep < kReps; ++rep) {
+    double c0 = cpuSeconds();
     auto t0 = Clock::now();
     for (int i = 0; i < kLive; ++i) {
       BATON_OK(submit(env.q[0], {{t, tv}}, {}, {{s, ++sv}}));
@@ -386,9 +418,11 @@ void benchPingPong() {
     }
     BATON_OK(t.wait(tv, UINT64_MAX));
     ours.push_back(nsSince(t0) / 1e3 / kLive);
+    cpuOurs += cpuSeconds() - c0;
     std::vector<CUevent> la(kLive), lb(kLive);
     for (auto& e : la) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     for (auto& e : lb) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    c0 = cpuSeconds();
     t0 = Clock::now();
     for (int i = 0; i < kLive; ++i) {
       if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], lb[i - 1], 0));
@@ -398,11 +432,19 @@ void benchPingPong() {
     }
     CU_OK(cu->cuEventSynchronize(lb[kLive - 1]));
     raw.push_back(nsSince(t0) / 1e3 / kLive);
+    cpuRaw += cpuSeconds() - c0;
+    ratios.push_back(ours.back() / raw.back());
     for (auto e : la) CU_OK(cu->cuEventDestroy(e));
     for (auto e : lb) CU_OK(cu->cuEventDestroy(e));
   }
-  row("ping-pong, per round trip (live)", median(ours), median(raw), "us",
-      "(submitted while running: 2 submits per round trip)");
+  char note[112];
+  std::snprintf(note, sizeof note,
+                "(submitted while running: 2 submits per round trip; paired ratio %.2fx)",
+                median(ratios));
+  row("ping-pong, per round trip (live)", median(ours), median(raw), "us", note);
+  const double rounds = static_cast<double>(kReps) * kLive;
+  row("  CPU time per live round trip", cpuOurs * 1e6 / rounds, cpuRaw * 1e6 / rounds, "us",
+      "(process: baton counts its completion threads too)");
   for (auto e : ea) CU_OK(cu->cuEventDestroy(e));
   for (auto e : eb) CU_OK(cu->cuEventDestroy(e));
 }
@@ -512,13 +554,6 @@ void benchNaive() {
 
 // ---- 6. CPU burned while waiting ----------------------------------------------------------------
 
-double cpuSeconds() {
-  rusage u;
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec +
-         u.ru_stime.tv_usec / 1e6;
-}
-
 void benchCpuWhileWaiting() {
   SpinArg spin{100'000'000};  // 100 ms of GPU time
   baton::Semaphore s = semaphore("long");
@@ -588,7 +623,7 @@ void benchSteadyState() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IONBF, 0);
   setup();
   std::printf("BATON_CUDA_BLOCKING_SYNC_EVENTS=%s\n\n",
@@ -604,6 +639,9 @@ int main() {
                  {"naive", benchNaive},          {"cpu", benchCpuWhileWaiting},
                  {"steady", benchSteadyState}};
   for (auto& b : benches) {
+    if (argc > 1 && std::none_of(argv + 1, argv + argc,
+                                 [&](const char* a) { return std::strcmp(a, b.name) == 0; }))
+      continue;
     std::fprintf(stderr, "[%s]\n", b.name);  // progress, so a hang shows where
     b.run();
   }
