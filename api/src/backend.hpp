@@ -20,7 +20,6 @@
 #include <memory>
 #include <new>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -62,18 +61,6 @@ class InlineVector {
   }
   InlineVector(const InlineVector&) = delete;
   InlineVector& operator=(const InlineVector&) = delete;
-  // Moving takes a heap buffer over, or moves the inline elements; `o` is left empty.
-  InlineVector(InlineVector&& o) noexcept { take(o); }
-  InlineVector& operator=(InlineVector&& o) noexcept {
-    if (this != &o) {
-      clear();
-      if (data_ != inlineData()) ::operator delete(data_);
-      data_ = inlineData();
-      capacity_ = N;
-      take(o);
-    }
-    return *this;
-  }
 
   size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
@@ -111,20 +98,6 @@ class InlineVector {
 
  private:
   T* inlineData() noexcept { return reinterpret_cast<T*>(storage_); }
-  // Into an empty vector with inline storage.
-  void take(InlineVector& o) noexcept {
-    static_assert(std::is_nothrow_move_constructible_v<T>);
-    if (o.data_ != o.inlineData()) {
-      data_ = std::exchange(o.data_, o.inlineData());
-      capacity_ = std::exchange(o.capacity_, N);
-    } else {
-      for (size_t i = 0; i < o.size_; ++i) {
-        new (data_ + i) T(std::move(o.data_[i]));
-        o.data_[i].~T();
-      }
-    }
-    size_ = std::exchange(o.size_, 0);
-  }
   void grow(size_t n) {
     T* fresh = static_cast<T*>(::operator new(n * sizeof(T)));
     for (size_t i = 0; i < size_; ++i) {
@@ -253,25 +226,18 @@ struct Submission : Recycled<Submission> {
     Ref<Semaphore> semaphore;
     uint64_t value;
   };
-  using Waits = InlineVector<Wait, 2>;
-  using CommandLists = InlineVector<Ref<CommandList>, 2>;
-  using Signals = InlineVector<Signal, 2>;
   Kind kind = Kind::Commands;
-  Waits waits;
-  CommandLists commandLists;
-  Signals signals;
+  InlineVector<Wait, 2> waits;
+  InlineVector<Ref<CommandList>, 2> commandLists;
+  InlineVector<Signal, 2> signals;
   Ref<Buffer> buffer;  // Alloca, Dealloca
 };
 
 // Completes every signal of `sub` (value reached).
 void reachSignals(Submission& sub);
-void reachSignals(Submission::Signals& signals);
 // Fails every signal of `sub` with ErrorSemaphoreFailed (or `why`'s code when it is
-// ErrorDeviceLost) and a reason built from `why` (or from the first of its waits on a failed
-// semaphore: the root cause along a chain).
+// ErrorDeviceLost) and a reason built from `why`.
 void failSignals(Submission& sub, const Status& why);
-// The same for signals a backend took out of their submission (with what it kept of its waits).
-void failSignals(const Submission::Waits& waits, Submission::Signals& signals, const Status& why);
 // Why a submission on `queueLabel` cannot run: its wait `w` is on a failed semaphore. Names the
 // hop and the root cause only, so that messages stay bounded along chains; carries `code`
 // (ErrorSemaphoreFailed or ErrorDeviceLost).
@@ -311,9 +277,6 @@ class QueueImpl {
   virtual void issue(std::unique_ptr<Submission> submission) = 0;
   // Blocks until everything issued so far has finished, or the deadline (Timeout).
   virtual Status waitIdle(Deadline deadline) = 0;
-  // The device is being destroyed and its queues are idle (Device::shutdown): give back what
-  // refers to the core Device beyond the queue's in-flight work. Later calls still work.
-  virtual void quiesce() {}
   // What native callbacks receive.
   virtual NativeQueue native() const = 0;
 };

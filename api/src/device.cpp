@@ -4,8 +4,7 @@
 
 namespace baton::core {
 
-Timepoint::Timepoint(Ref<Device> device, BackendKind backend)
-    : device_(std::move(device)), backend_(backend) {}
+Timepoint::Timepoint(Device* device, BackendKind backend) : device_(device), backend_(backend) {}
 Timepoint::~Timepoint() = default;
 
 Buffer::~Buffer() {
@@ -40,7 +39,6 @@ size_t Device::shutdown() {
   Status why(Result::ErrorSemaphoreFailed, label_ + " was destroyed before this submission ran");
   for (Ref<Queue>& q : queues) q->failHeld(why);
   for (Ref<Queue>& q : queues) (void)q->waitIdle(Deadline::never());
-  for (Ref<Queue>& q : queues) q->impl()->quiesce();
   for (uint64_t h : queueHandles) {
     Status ignored;
     HandleTable::get().remove(h, ObjectType::Queue, "queue", &ignored);

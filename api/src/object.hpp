@@ -18,8 +18,6 @@ class Object {
   virtual ~Object() = default;
 
   void addRef() const noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-  // Takes n references at once, for an owner that hands them out one by one with Ref::adopt.
-  void addRefs(uint32_t n) const noexcept { refs_.fetch_add(n, std::memory_order_relaxed); }
   // The number of references; only a hint under concurrency (used to tell whether pending work
   // still references an object whose handle is being destroyed).
   uint32_t refCount() const noexcept { return refs_.load(std::memory_order_acquire); }

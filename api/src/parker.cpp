@@ -42,8 +42,8 @@ void futexWakeAll(std::atomic<uint32_t>* word) noexcept {
           nullptr, 0);
 }
 
-bool Parker::park(Deadline deadline, bool poll) noexcept {
-  for (int i = 0; poll && i < kSpinPolls; ++i) {
+bool Parker::park(Deadline deadline) noexcept {
+  for (int i = 0; i < kSpinPolls; ++i) {
     uint32_t expected = kNotified;
     if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
     if (deadline.expired()) break;

@@ -17,10 +17,7 @@ class Parker {
   // until the deadline. Returns true when unparked, false on timeout. The token is consumed only
   // when set; callers re-check their condition anyway, since a late unpark meant for an earlier
   // wait can leave a token behind.
-  // `poll`: first poll the token a few times, yielding the CPU in between (a hand-off expected
-  // within microseconds); without it, go straight to sleep (a thread that sleeps by timeout
-  // between polls of its own, which yielding would turn into a busy loop on an idle machine).
-  bool park(Deadline deadline, bool poll = true) noexcept;
+  bool park(Deadline deadline) noexcept;
   // Sets the token and wakes the parked thread, if any. Callable from any thread, with locks
   // held (it never blocks).
   void unpark() noexcept;

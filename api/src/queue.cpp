@@ -178,11 +178,9 @@ void Queue::failHeld(const Status& why) {
 
 // ---- completion helpers for backends --------------------------------------------------------
 
-void reachSignals(Submission& sub) { reachSignals(sub.signals); }
-
-void reachSignals(Submission::Signals& signals) {
+void reachSignals(Submission& sub) {
   Notifier::Scope scope;
-  for (Submission::Signal& s : signals) s.semaphore->reach(s.value);
+  for (Submission::Signal& s : sub.signals) s.semaphore->reach(s.value);
 }
 
 Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Result code) {
@@ -193,20 +191,18 @@ Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Resu
                    static_cast<unsigned long long>(w.value), w.semaphore->rootReason().c_str()));
 }
 
-void failSignals(Submission& sub, const Status& why) { failSignals(sub.waits, sub.signals, why); }
-
-void failSignals(const Submission::Waits& waits, Submission::Signals& signals, const Status& why) {
+void failSignals(Submission& sub, const Status& why) {
   Notifier::Scope scope;
   Result code = why.code() == Result::ErrorDeviceLost ? Result::ErrorDeviceLost
                                                       : Result::ErrorSemaphoreFailed;
   std::string root = why.message();
-  for (const Submission::Wait& w : waits) {
+  for (const Submission::Wait& w : sub.waits) {
     if (w.semaphore->failed()) {
       root = w.semaphore->rootReason();
       break;
     }
   }
-  for (Submission::Signal& s : signals) s.semaphore->fail(code, why.message(), root);
+  for (Submission::Signal& s : sub.signals) s.semaphore->fail(code, why.message(), root);
 }
 
 }  // namespace baton::core

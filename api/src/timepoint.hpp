@@ -21,8 +21,7 @@ class Device;
 
 class Timepoint : public Object {
  public:
-  // `device`: a reference the timepoint keeps (see device_).
-  Timepoint(Ref<Device> device, BackendKind backend);
+  Timepoint(Device* device, BackendKind backend);
   ~Timepoint() override;
 
   // The device whose work signals this timepoint (for device loss), and its backend.

@@ -28,46 +28,25 @@ using core::Ref;
 
 // What stats() reports. Events in use, timepoints and records in flight are each counted as two
 // sums that only grow, what the issuing side added and what the completing side (completion
-// threads, and whoever drops a timepoint's last reference) retired: a single counter raised on
-// the submitting thread and lowered on a completion thread moved its cache line between the two
-// cores on every submission (issue 3, item 9). The issuing side counts per queue, under the
-// queue's issueMutex, with plain stores (no locked instruction on the submit path); stats() adds
-// the queues up (QueueShared registers itself).
+// threads, and whoever drops a timepoint's last reference) retired, on separate cache lines: a
+// single counter raised on the submitting thread and lowered on a completion thread moved its
+// cache line between the two cores on every submission (issue 3, item 9).
 struct alignas(64) CounterSide {
   std::atomic<uint64_t> events{0}, timepoints{0}, records{0};
 };
 std::atomic<uint64_t> gEventsCreated{0};
+CounterSide gIssued;   // events taken from a pool, timepoints made, records pushed
 CounterSide gRetired;  // events returned, timepoints destroyed, records finished
-
-struct QueueShared;
-// The live queues, for stats(), and what the destroyed ones had issued.
-std::mutex gQueuesMutex;
-std::vector<const QueueShared*> gQueues;
-struct {
-  uint64_t events = 0, timepoints = 0, records = 0;
-} gGoneIssued;
-
-// Raises a counter that only one thread at a time writes (see CounterSide).
-inline void bump(std::atomic<uint64_t>& c) {
-  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-}
 
 // A host wait spins on the event this long before it sleeps. An event query sees a completed
 // record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
 // completion thread, which itself sleeps in the driver (interrupt-driven). 50 µs covers short
 // GPU work at full speed and costs a waiter of a long frame (ms) almost nothing.
 constexpr uint64_t kHostWaitSpinNs = 50'000;
-// While a host thread waits for it or a record needs prompt publication, the completion thread
-// spins this long on the oldest event before it sleeps: a short spin catches back-to-back small
-// submissions without a sleep/wake per record, and bounds what a queue that is always busy with
-// long work burns.
+// The completion thread spins this long on the oldest event before it sleeps: a short spin
+// catches back-to-back small submissions without a sleep/wake per record, and bounds what a
+// queue that is always busy with long work burns.
 constexpr uint64_t kCompletionSpinNs = 10'000;
-// Otherwise nobody waits on the host for what completes next (host waits query the event
-// themselves first, and a sleeping waiter unparks this thread), and the completion thread, after
-// publishing a batch, sleeps this long before looking again: records then complete in batches,
-// and the lines they share with the submitting thread (semaphores, the Device's count, the event
-// pool) move between the two cores once per batch, not once per record (issue 3, item 9).
-constexpr uint64_t kBatchNs = 20'000;
 // When nothing waits for it on the host, the completion thread sleeps by polling, with a
 // backoff from 20 µs to 200 µs (at most 5000 polls of two event queries per second and busy
 // queue). Sleeping in the driver instead needs a blocking-sync event behind the oldest record,
@@ -82,8 +61,6 @@ constexpr uint64_t kPollMaxNs = 200'000;
 constexpr uint64_t kLingerNs = 2'000'000;
 // Free events a queue takes from its device's pool at once (QueueShared::eventStash).
 constexpr size_t kEventStash = 16;
-// References to the core Device a queue takes at once for its timepoints (deviceRef).
-constexpr uint32_t kDeviceRefBatch = 64;
 
 // Sleeping host waiters use the core's futex helpers (parker.hpp).
 using core::futexWait;
@@ -112,17 +89,19 @@ class EventPool {
       if (!free_.empty()) {
         *event = free_.back();
         free_.pop_back();
+        gIssued.events.fetch_add(1, std::memory_order_relaxed);
         return Status();
       }
     }
     Status s = driver_.eventCreate(event, blockingSync_);
     if (!s.ok()) return s;
     gEventsCreated.fetch_add(1, std::memory_order_relaxed);
+    gIssued.events.fetch_add(1, std::memory_order_relaxed);
     return Status();
   }
 
   void release(void* event) {
-    gRetired.events.fetch_add(1, std::memory_order_release);
+    gRetired.events.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<core::Mutex> lock(mutex_);
     free_.push_back(event);
   }
@@ -192,13 +171,10 @@ struct DeviceShared {
 
 // How host threads reach a queue's completion thread. Shared with the queue's timepoints, which
 // outlive the queue when semaphores hold them.
-// The parker's word, which every park and unpark writes, has a cache line of its own: the two
-// flags are read on every submission (idle) and every completion pass (sleepers).
 struct Waker {
-  alignas(64) core::Parker parker;  // the completion thread parks on it
-  alignas(64) std::atomic<uint32_t> sleepers{
-      0};                         // host threads asleep until it observes completions
-  std::atomic<bool> idle{false};  // it parked with nothing in flight: a push must wake it
+  core::Parker parker;                // the completion thread parks on it
+  std::atomic<uint32_t> sleepers{0};  // host threads asleep until it observes completions
+  std::atomic<bool> idle{false};      // it parked with nothing in flight: a push must wake it
 
   // A host thread is about to sleep until the completion thread observes an event: it must
   // stop polling and sleep in the driver, which notices completion at interrupt latency.
@@ -221,17 +197,19 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   // `gated`: the event's completion alone does not mean success (the submission waited for an
   // imported semaphore, see Completion::failIfReleasedByFailure): the host learns the outcome
   // only from the completion thread. GPU-side waits still use the event.
-  StreamTimepoint(DeviceShared* shared, Waker* waker, Ref<core::Device> device, void* event,
+  StreamTimepoint(DeviceShared* shared, Waker* waker, core::Device* device, void* event,
                   void* stream, bool gated)
-      : Timepoint(std::move(device), shared->driver.kind),
+      : Timepoint(device, shared->driver.kind),
         shared_(shared),
         waker_(waker),
         event_(event),
         stream_(stream),
-        gated_(gated) {}
+        gated_(gated) {
+    gIssued.timepoints.fetch_add(1, std::memory_order_relaxed);
+  }
   ~StreamTimepoint() override {
     shared_->pool.release(event_);
-    gRetired.timepoints.fetch_add(1, std::memory_order_release);
+    gRetired.timepoints.fetch_add(1, std::memory_order_relaxed);
   }
 
   void* event() const noexcept { return event_; }
@@ -365,22 +343,14 @@ struct HostCalls {
   std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
 };
 
-// One issued submission, owned by the queue's completion thread until its event completes: it
-// keeps the submission's command lists (buffers, update data) and signal semaphores alive that
-// long. A suspension record (`resumes`) is no submission: its event follows host calls whose
-// result decides whether the rest of the suspended submission (QueueShared::continuation) runs.
-//
-// Once enqueued, a submission's signals and command lists move into the record and, unless the
-// record still needs its waits or buffer (see Issuer::finish), the Submission itself is freed by
-// the issuing thread: its memory then stays with that thread instead of moving to the completion
-// thread's core and back on every submit (issue 3, item 9).
+// One issued submission, owned by the queue's completion thread until its event completes: the
+// submission keeps its command lists (buffers, update data) and semaphores alive that long.
+// A suspension record (`resumes`) has no submission: its event follows host calls whose result
+// decides whether the rest of the suspended submission (QueueShared::continuation) runs.
 struct Record {
   Ref<StreamTimepoint> timepoint;
-  std::unique_ptr<core::Submission> submission;  // while enqueueing, and after if needed
-  core::Submission::Signals signals;             // moved out of the submission when enqueued
-  core::Submission::CommandLists commandLists;   // likewise
+  std::unique_ptr<core::Submission> submission;
   std::unique_ptr<HostCalls> hostCalls;
-  bool counts = false;                      // a submission given to issue() (not a suspension)
   bool signalsDone = false;                 // signals were failed at issue
   bool resumes = false;                     // suspension record
   bool hostPublished = false;               // signals reached by the completion thread only
@@ -396,18 +366,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
         coreDevice(cd),
         driver(device->driver),
         index(i),
-        label(std::move(l)) {
-    std::lock_guard<std::mutex> lock(gQueuesMutex);
-    gQueues.push_back(this);
-  }
+        label(std::move(l)) {}
   ~QueueShared() {
-    {
-      std::lock_guard<std::mutex> lock(gQueuesMutex);
-      gQueues.erase(std::find(gQueues.begin(), gQueues.end(), this));
-      gGoneIssued.events += issuedEvents.load(std::memory_order_relaxed);
-      gGoneIssued.timepoints += issuedTimepoints.load(std::memory_order_relaxed);
-      gGoneIssued.records += issuedRecords.load(std::memory_order_relaxed);
-    }
     ContextScope scope(driver, device->config.context);
     device->pool.giveBack(eventStash);
     if (sleepEvent) (void)driver.eventDestroy(sleepEvent);
@@ -416,12 +376,11 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   }
 
   void push(Record&& record) {
-    const bool urgent = record.urgent;
-    bump(issuedRecords);  // before the completion thread can retire it
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
     }
+    gIssued.records.fetch_add(1, std::memory_order_relaxed);
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
     // the next poll finds the record (a wake per submission would cost a syscall each).
     // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
@@ -430,29 +389,6 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     if (waker->idle.load(std::memory_order_seq_cst) &&
         waker->idle.exchange(false, std::memory_order_seq_cst))
       waker->parker.unpark();
-    else if (urgent)
-      waker->parker.unpark();  // it may be in a poll or batching sleep
-  }
-
-  // A reference to the core Device for a new timepoint. References are taken kDeviceRefBatch at a
-  // time and handed out one by one: a timepoint's reference was a locked increment on the
-  // Device's count per submission, on a line that completion threads write as they drop
-  // timepoints; it was the submit path's most expensive instruction on the H100 machine (issue 3,
-  // item 9). Under issueMutex. The unused rest goes back in StreamQueue::quiesce; after that,
-  // references are taken one at a time.
-  Ref<core::Device> deviceRef() {
-    if (deviceRefs == 0 && !quiesced) {
-      coreDevice->addRefs(kDeviceRefBatch);
-      deviceRefs = kDeviceRefBatch;
-    }
-    if (deviceRefs == 0) return Ref<core::Device>(coreDevice);
-    --deviceRefs;
-    return Ref<core::Device>::adopt(coreDevice);
-  }
-  // Gives the unused references back (Device::shutdown, under issueMutex).
-  void dropDeviceRefs() {
-    quiesced = true;
-    for (; deviceRefs > 0; --deviceRefs) coreDevice->release();
   }
 
   // A sticky error seen while issuing: the completion thread calls Device::markLost, because the
@@ -503,8 +439,6 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
-  uint32_t deviceRefs = 0;  // references to coreDevice held for timepoints (deviceRef)
-  bool quiesced = false;
   std::optional<Record> continuation;                      // a suspended submission
   std::deque<std::unique_ptr<core::Submission>> deferred;  // issued behind it
   // Records in flight whose signals the completion thread publishes (host calls, and what was
@@ -522,10 +456,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   std::atomic<bool> stop{false};
 
   // Submissions given to issue(), and finished: written by the issuing and the completion thread
-  // respectively, so on cache lines of their own. The issuing side's counts (see CounterSide)
-  // share the first line: all are written under issueMutex or the core queue's lock.
+  // respectively, so on cache lines of their own.
   alignas(64) std::atomic<uint64_t> issued{0};
-  std::atomic<uint64_t> issuedEvents{0}, issuedTimepoints{0}, issuedRecords{0};
   alignas(64) std::atomic<uint64_t> completed{0};
   std::atomic<uint32_t> idleWaiters{0};
   std::mutex idleMutex;
@@ -584,7 +516,6 @@ class Issuer {
     Record rec;
     for (core::Submission::Wait& w : sub->waits) rec.externalWaits |= w.external != nullptr;
     rec.submission = std::move(sub);
-    rec.counts = true;
     proceed(std::move(rec), context);
   }
 
@@ -639,18 +570,17 @@ class Issuer {
     if (!q_.eventStash.empty()) {
       event = q_.eventStash.back();
       q_.eventStash.pop_back();
+      gIssued.events.fetch_add(1, std::memory_order_relaxed);
     } else {
       BATON_TRY(q_.device->pool.acquire(&event));  // none free: creates one
     }
-    bump(q_.issuedEvents);
     Status st = d_.eventRecord(event, q_.stream);
     if (!st.ok()) {
       q_.device->pool.release(event);
       return st;
     }
-    *out = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
-        q_.device.get(), q_.waker.get(), q_.deviceRef(), event, q_.stream, gated));
-    bump(q_.issuedTimepoints);
+    *out = Ref<StreamTimepoint>::adopt(new StreamTimepoint(q_.device.get(), q_.waker.get(),
+                                                           q_.coreDevice, event, q_.stream, gated));
     return Status();
   }
 
@@ -698,12 +628,6 @@ class Issuer {
           if (!m->external(q_.coreDevice->handle)) rec.urgent = true;
       }
     }
-    rec.signals = std::move(sub.signals);
-    rec.commandLists = std::move(sub.commandLists);
-    // What else the completion thread may need: an alloca's buffer, and the waits of one that
-    // waited for an imported semaphore (failIfReleasedByFailure).
-    if (sub.kind == core::Submission::Kind::Commands && !rec.externalWaits)
-      rec.submission.reset();  // `sub` is gone
     q_.push(std::move(rec));
   }
 
@@ -922,7 +846,7 @@ class Completion {
           // Linger, polling, before sleeping until a push wakes it: while submissions keep
           // coming, submitters then never pay for a wake-up (a futex syscall per submission).
           lingerNs_ += pollNs_;
-          q_->waker->parker.park(Deadline::after(pollNs_), false);
+          q_->waker->parker.park(Deadline::after(pollNs_));
           pollNs_ = std::min(pollNs_ * 2, kPollMaxNs);
           continue;
         }
@@ -933,7 +857,7 @@ class Completion {
           empty = q_->inbox.empty() && q_->passes.empty() && !q_->lostPending;
         }
         if (empty && !q_->stop.load(std::memory_order_acquire))
-          q_->waker->parker.park(Deadline::never(), false);
+          q_->waker->parker.park(Deadline::never());
         q_->waker->idle.store(false, std::memory_order_seq_cst);
         pollNs_ = kPollMinNs;
         lingerNs_ = 0;
@@ -955,20 +879,11 @@ class Completion {
       if (n) {
         finish(n);
         pollNs_ = kPollMinNs;
-        // Nobody waits for what completes next: let it accumulate and publish it as one batch.
-        if (!prompt() && !inflight_.empty())
-          q_->waker->parker.park(Deadline::after(kBatchNs), false);
       }
     }
   }
 
  private:
-  // Whether someone needs completions seen as they happen: a host thread sleeps until this
-  // thread observes one (Waker::addSleeper), or a record in flight must be published promptly.
-  bool prompt() const {
-    return urgent_ != 0 || q_->waker->sleepers.load(std::memory_order_seq_cst) != 0;
-  }
-
   // How many records, oldest first, have completed. The stream is in order, so when the newest
   // has completed all have: one query in the common catch-up case.
   Status countCompleted(size_t* n) {
@@ -998,17 +913,16 @@ class Completion {
   Status sleepOnOldest() {
     void* event = inflight_.front().timepoint->event();
     // Spin only after progress, not at every poll of a long wait.
-    const uint64_t spinEnd =
-        core::nowNs() + (pollNs_ == kPollMinNs && prompt() ? kCompletionSpinNs : 0);
+    const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? kCompletionSpinNs : 0);
     for (;;) {
       Status s = d_.eventQuery(event);
       if (s.code() != Result::NotReady) return s;
       if (core::nowNs() >= spinEnd) break;
       for (int i = 0; i < 16; ++i) core::cpuRelax();
     }
-    if (!prompt()) {
+    if (urgent_ == 0 && q_->waker->sleepers.load(std::memory_order_seq_cst) == 0) {
       // A host thread that starts waiting unparks this sleep (Waker::addSleeper).
-      q_->waker->parker.park(Deadline::after(pollNs_), false);
+      q_->waker->parker.park(Deadline::after(pollNs_));
       pollNs_ = std::min(pollNs_ * 2, kPollMaxNs);
       return Status(Result::NotReady);
     }
@@ -1042,8 +956,8 @@ class Completion {
       reach_.clear();
       for (size_t i = 0; i < n; ++i) {
         Record& r = inflight_[i];
-        if (!r.signalsDone && !r.hostPublished)
-          for (core::Submission::Signal& s : r.signals)
+        if (r.submission && !r.signalsDone && !r.hostPublished)
+          for (core::Submission::Signal& s : r.submission->signals)
             reach_.emplace_back(s.semaphore.get(), s.value);
       }
       std::sort(reach_.begin(), reach_.end());
@@ -1058,14 +972,14 @@ class Completion {
         Record& r = inflight_[i];
         resume |= r.resumes;
         urgent_ -= r.urgent;
-        if (!r.counts) continue;
+        if (!r.submission) continue;
         ++submissions;
         if (!r.hostPublished) continue;
         int32_t failed = r.hostCalls ? r.hostCalls->firstError.load(std::memory_order_acquire) : 0;
         if (failed != 0)
-          core::failSignals(waitsOf(r), r.signals, Issuer(*q_).hostCallFailure(failed));
+          core::failSignals(*r.submission, Issuer(*q_).hostCallFailure(failed));
         else
-          core::reachSignals(r.signals);
+          core::reachSignals(*r.submission);
         q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
       }
       for (size_t i = 0; i < n; ++i)
@@ -1074,7 +988,7 @@ class Completion {
       // Device::shutdown waits for idle, and must find nothing of ours holding the device.
       inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<ptrdiff_t>(n));
     }
-    gRetired.records.fetch_add(n, std::memory_order_release);
+    gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
     if (resume) {
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
@@ -1085,12 +999,6 @@ class Completion {
     }
   }
 
-  // The waits a record kept (see Record).
-  static const core::Submission::Waits& waitsOf(const Record& r) {
-    static const core::Submission::Waits none{};
-    return r.submission ? r.submission->waits : none;
-  }
-
   // A GPU-side wait for an imported semaphore returns when the external semaphore reaches the
   // value, which also happens when the baton semaphore failed and VulkanFailurePolicy::Release
   // signalled it past every wait: baton's value then stays below the wait (a failed semaphore
@@ -1098,7 +1006,7 @@ class Completion {
   void failIfReleasedByFailure(Record& r) {
     for (const core::Submission::Wait& w : r.submission->waits) {
       if (!w.external || !w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
-      core::failSignals(r.submission->waits, r.signals,
+      core::failSignals(*r.submission,
                         core::failedWait(q_->label, w, Result::ErrorSemaphoreFailed));
       r.signalsDone = true;
       if (r.hostPublished) {  // its publication is done too
@@ -1122,9 +1030,9 @@ class Completion {
       core::Notifier::Scope scope;
       for (Record& r : inflight_) {
         r.timepoint->complete(why);
-        if (r.counts) {
+        if (r.submission) {
           ++submissions;
-          if (!r.signalsDone) core::failSignals(waitsOf(r), r.signals, why);
+          if (!r.signalsDone) core::failSignals(*r.submission, why);
         }
         for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
         // The driver may still call host functions of a faulted stream, or never: their data
@@ -1145,7 +1053,7 @@ class Completion {
       submissions += q_->deferred.size();
       q_->deferred.clear();
     }
-    gRetired.records.fetch_add(n, std::memory_order_release);
+    gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
   }
 
@@ -1217,13 +1125,8 @@ class StreamQueue final : public core::QueueImpl {
     return result;
   }
 
-  void quiesce() override {
-    std::lock_guard<core::Mutex> lock(q_->issueMutex);
-    q_->dropDeviceRefs();
-  }
-
   void issue(std::unique_ptr<core::Submission> sub) override {
-    bump(q_->issued);  // the core calls issue() under its queue's lock: one writer
+    q_->issued.fetch_add(1, std::memory_order_seq_cst);
     std::lock_guard<core::Mutex> lock(q_->issueMutex);
     if (q_->continuation || !q_->deferred.empty()) {
       q_->deferred.push_back(std::move(sub));  // behind a suspended submission, in order
@@ -1330,22 +1233,14 @@ std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfi
 Stats stats() noexcept {
   Stats s;
   s.eventsCreated = gEventsCreated.load(std::memory_order_relaxed);
-  // What was retired is read first: it never exceeds what had been issued before (a retirement
-  // is released after the issue it follows), so the differences cannot go below zero.
-  uint64_t events = gRetired.events.load(std::memory_order_acquire);
-  uint64_t timepoints = gRetired.timepoints.load(std::memory_order_acquire);
-  uint64_t records = gRetired.records.load(std::memory_order_acquire);
-  std::lock_guard<std::mutex> lock(gQueuesMutex);
-  uint64_t issuedEvents = gGoneIssued.events, issuedTimepoints = gGoneIssued.timepoints,
-           issuedRecords = gGoneIssued.records;
-  for (const QueueShared* q : gQueues) {
-    issuedEvents += q->issuedEvents.load(std::memory_order_acquire);
-    issuedTimepoints += q->issuedTimepoints.load(std::memory_order_acquire);
-    issuedRecords += q->issuedRecords.load(std::memory_order_acquire);
-  }
-  s.eventsInUse = issuedEvents - std::min(events, issuedEvents);
-  s.timepointsLive = issuedTimepoints - std::min(timepoints, issuedTimepoints);
-  s.recordsInFlight = issuedRecords - std::min(records, issuedRecords);
+  // What was retired is read first: it never exceeds what had been issued before, so the
+  // differences cannot go below zero.
+  uint64_t events = gRetired.events.load(std::memory_order_seq_cst);
+  uint64_t timepoints = gRetired.timepoints.load(std::memory_order_seq_cst);
+  uint64_t records = gRetired.records.load(std::memory_order_seq_cst);
+  s.eventsInUse = gIssued.events.load(std::memory_order_seq_cst) - events;
+  s.timepointsLive = gIssued.timepoints.load(std::memory_order_seq_cst) - timepoints;
+  s.recordsInFlight = gIssued.records.load(std::memory_order_seq_cst) - records;
   return s;
 }
 
