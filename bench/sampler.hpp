@@ -25,6 +25,7 @@ inline constexpr size_t kMaxSamples = 1 << 20;
 inline uintptr_t gPcs[kMaxSamples];
 inline volatile size_t gCount = 0;
 inline timer_t gTimer;
+inline bool gStarted = false;
 
 inline void onSignal(int, siginfo_t*, void* context) {
   size_t n = gCount;
@@ -54,11 +55,16 @@ inline bool start(long intervalNs = 20'000) {
   itimerspec its{};
   its.it_interval.tv_nsec = intervalNs;
   its.it_value.tv_nsec = intervalNs;
-  return timer_settime(gTimer, 0, &its, nullptr) == 0;
+  gStarted = timer_settime(gTimer, 0, &its, nullptr) == 0;
+  if (!gStarted) timer_delete(gTimer);
+  return gStarted;
 }
 
-// Stops sampling and writes "M <maps line>" and "P <hex address>" lines to `path`.
+// Stops sampling and writes "M <maps line>" and "P <hex address>" lines to `path`; nothing when
+// start() failed.
 inline void stop(const char* path) {
+  if (!gStarted) return;
+  gStarted = false;
   itimerspec off{};
   timer_settime(gTimer, 0, &off, nullptr);
   timer_delete(gTimer);
