@@ -40,7 +40,8 @@ CounterSide gRetired;  // events returned, timepoints destroyed, records finishe
 
 // A host wait spins on the event this long before it sleeps. An event query sees a completed
 // record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
-// completion thread, which itself sleeps in the driver (interrupt-driven). 50 µs covers short
+// completion thread, which itself sleeps in the driver (interrupt-driven) or polls at most
+// kUrgentPollMaxNs apart (see sleepOnOldest). 50 µs covers short
 // GPU work at full speed and costs a waiter of a long frame (ms) almost nothing.
 constexpr uint64_t kHostWaitSpinNs = 50'000;
 // The completion thread spins this long on the oldest event before it sleeps: a short spin
@@ -49,13 +50,14 @@ constexpr uint64_t kHostWaitSpinNs = 50'000;
 constexpr uint64_t kCompletionSpinNs = 10'000;
 // When nothing waits for it on the host, the completion thread sleeps by polling, with a
 // backoff from 20 µs to 200 µs (at most 5000 polls of two event queries per second and busy
-// queue). Sleeping in the driver instead needs a blocking-sync event behind the oldest record,
-// on a helper stream (blocking-sync pool events cost 17.4 µs per record on the H100, plain ones
-// 0.57 µs): measured on the H100, that extra stream activity delayed GPU-side edges between
-// other streams (wait-before-signal edge 4.5 µs with it, 2.4 µs without, 1.5 µs raw), so it
-// is used only while a host thread waits or a record needs prompt publication.
+// queue). Sleeping in the driver instead needs a blocking-sync event behind the oldest record
+// (blocking-sync pool events cost 17.4 µs per record on the H100, plain ones 0.57 µs), so it
+// is done only while a host thread waits or a record needs prompt publication, and only when
+// the oldest record is the last work on the stream (see sleepOnOldest); with later work queued
+// behind it, the poll's backoff stops at kUrgentPollMaxNs instead.
 constexpr uint64_t kPollMinNs = 20'000;
 constexpr uint64_t kPollMaxNs = 200'000;
+constexpr uint64_t kUrgentPollMaxNs = 50'000;
 // With nothing in flight, the completion thread keeps polling this long before it sleeps until
 // the next submission wakes it.
 constexpr uint64_t kLingerNs = 2'000'000;
@@ -358,6 +360,7 @@ struct Record {
   bool externalWaits = false;               // it waited GPU-side for an imported semaphore
   std::vector<core::Allocation> freeAfter;  // dealloca of memory without a stream-ordered free
   size_t nextList = 0, nextCommand = 0;     // where enqueueing continues after a suspension
+  uint64_t seq = 0;                         // QueueShared::pushed when it was pushed
 };
 
 struct QueueShared : std::enable_shared_from_this<QueueShared> {
@@ -371,11 +374,12 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     ContextScope scope(driver, device->config.context);
     device->pool.giveBack(eventStash);
     if (sleepEvent) (void)driver.eventDestroy(sleepEvent);
-    if (sleepStream) (void)driver.streamDestroy(sleepStream);
     if (stream) (void)driver.streamDestroy(stream);
   }
 
+  // Hands a record to the completion thread; issueMutex held.
   void push(Record&& record) {
+    record.seq = ++pushed;
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
@@ -430,12 +434,12 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   const uint32_t index;
   const std::string label;
   void* stream = nullptr;
-  void* sleepStream = nullptr;  // helper for sleeping on non-blocking-sync events
-  void* sleepEvent = nullptr;
+  void* sleepEvent = nullptr;  // blocking-sync: what the completion thread sleeps on
 
   // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
   // completion thread resuming a suspended submission. Taken after the core queue's lock.
   core::Mutex issueMutex;
+  uint64_t pushed = 0;  // records pushed so far (issueMutex)
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
@@ -927,13 +931,27 @@ class Completion {
       return Status(Result::NotReady);
     }
     if (q_->device->config.blockingSyncEvents) return d_.eventSynchronize(event);
-    // A non-blocking-sync event cannot be slept on (eventSynchronize spins on it, with the
-    // context's default scheduling); wait for it on the helper stream and sleep on a
-    // blocking-sync event recorded behind it. Records of one queue complete in order, so one
-    // helper stream per queue never makes this wait for a later record.
-    BATON_TRY(d_.streamWaitEvent(q_->sleepStream, event));
-    BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->sleepStream));
-    return d_.eventSynchronize(q_->sleepEvent);
+    // A plain event cannot be slept on (eventSynchronize spins on it with the context's default
+    // scheduling). When the oldest record is the last work enqueued on the stream, a
+    // blocking-sync event recorded behind it on the same stream completes with it: sleep on
+    // that. issueMutex keeps anything from being enqueued in between. Not on a helper stream
+    // that waits for the oldest event: on the H100, such a helper's blocking-sync event
+    // sometimes never completed while another queue's stream was blocked GPU-side on an imported
+    // semaphore that only this thread's publication would release (NativeInterop.AFailedCuda-
+    // Producer..., about 1 run in 100; CUDA_DEVICE_MAX_CONNECTIONS=32 did not prevent it).
+    {
+      std::unique_lock<core::Mutex> lock(q_->issueMutex);
+      if (q_->pushed == inflight_.front().seq) {
+        BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->stream));
+        lock.unlock();
+        return d_.eventSynchronize(q_->sleepEvent);
+      }
+    }
+    // Later work is queued behind the oldest record: a sleep in the driver would last until that
+    // work is done too. Poll instead, at most kUrgentPollMaxNs apart.
+    q_->waker->parker.park(Deadline::after(std::min(pollNs_, kUrgentPollMaxNs)));
+    pollNs_ = std::min(pollNs_ * 2, kUrgentPollMaxNs);
+    return Status(Result::NotReady);
   }
 
   // Publishes the first n records: timepoints completed, signal values reached, host-call
@@ -1153,10 +1171,8 @@ class StreamDevice final : public core::DeviceImpl {
     ContextScope context(d, shared_->config.context);
     auto q = std::make_shared<QueueShared>(shared_, &device_, index, queue.label());
     BATON_TRY(d.streamCreate(&q->stream).context("creating the stream of " + queue.label()));
-    if (!shared_->config.blockingSyncEvents) {
-      BATON_TRY(d.streamCreate(&q->sleepStream).context("creating a helper stream"));
-      BATON_TRY(d.eventCreate(&q->sleepEvent, true).context("creating a helper event"));
-    }
+    if (!shared_->config.blockingSyncEvents)
+      BATON_TRY(d.eventCreate(&q->sleepEvent, true).context("creating a blocking-sync event"));
     *out = std::make_unique<StreamQueue>(std::move(q));
     return Status();
   }
