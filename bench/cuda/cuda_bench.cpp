@@ -5,6 +5,7 @@
 //               cuStreamWaitEvent + cuEventRecord (the wait is on another stream's event that
 //               has not completed: a 1 ms kernel holds that stream); also the raw calls when
 //               another thread queries the events between uses, as baton's completion threads do
+//   parts       the submit row taken apart: no wait or signal, a signal, a wait, both
 //   ping-pong   GPU time per cross-queue round trip through two semaphores, vs an event
 //               ping-pong between two streams (all submitted behind a 2 ms kernel, timed on the
 //               GPU with timing events recorded from native callbacks)
@@ -25,7 +26,8 @@
 // machine's speed changes between repetitions (on the H100 test machine the raw figures alone
 // moved by up to 2x between runs).
 // BATON_BENCH_SCALE=<n> divides the iteration counts (a smoke run). Output is unbuffered.
-// Arguments name the benchmarks to run (submit ping-pong wbs wake naive cpu steady); none: all.
+// Arguments name the benchmarks to run (submit parts ping-pong wbs wake naive cpu steady); none:
+// all.
 #include <cuda.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -225,6 +227,12 @@ void setup() {
   BATON_OK(env.device.getQueue(1, &env.q[1]));
 
   cu = &baton::cuda::symbols();
+  // The benchmarks launch PTX kernels: a driver without the module API (the tests' fake
+  // driver) cannot run them.
+  if (!cu->cuModuleLoadData || !cu->cuModuleGetFunction || !cu->cuLaunchKernel) {
+    std::printf("cuda_bench: this CUDA driver cannot load or launch kernels\n");
+    std::exit(0);
+  }
   CU_OK(cu->cuDeviceGet(&env.cuDevice, static_cast<int>(props.ordinal)));
   CU_OK(cu->cuDevicePrimaryCtxRetain(&env.ctx, env.cuDevice));
   CU_OK(cu->cuCtxSetCurrent(env.ctx));
@@ -356,6 +364,72 @@ void benchSubmit() {
   for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
   for (auto e : rawBlocking) CU_OK(cu->cuEventDestroy(e));
   for (auto e : rawQueried) CU_OK(cu->cuEventDestroy(e));
+  CU_OK(cu->cuEventDestroy(busyEvent));
+}
+
+// ---- 1b. what the parts of a submit cost ---------------------------------------------------
+
+// The submit row taken apart, to show where baton's cost lies: batches of submits on queue 1
+// with nothing, with one signal, with one recorded pending wait, and with both (the submit row),
+// all in one repetition; raw: cuEventRecord alone, and cuStreamWaitEvent + cuEventRecord. Every
+// baton submission records an event, so "nothing" compares with a raw record. The differences
+// of the medians attribute the cost of a signal and of a wait.
+void benchSubmitParts() {
+  const int kBatch = 64, kReps = iters(100);
+  SpinArg hold{1'000'000};  // 1 ms: longer than the batches take to submit
+  baton::Semaphore s = semaphore("parts-s"), t = semaphore("parts-t");
+  baton::CommandBuffer busy = commands({{spinNative, &hold}});
+  uint64_t sv = 0, tv = 0;
+  std::vector<CUevent> rawEvents(kBatch);
+  for (auto& e : rawEvents) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  CUevent busyEvent;
+  CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
+  enum { kNothing, kSignal, kWait, kBoth, kVariants };
+  const char* names[kVariants] = {"  parts: no wait, no signal", "  parts: 1 signal",
+                                  "  parts: 1 recorded wait", "  parts: 1 wait + 1 signal"};
+  std::vector<double> ours[kVariants], rawRecord, rawBoth;
+  for (int rep = 0; rep < kReps; ++rep) {
+    BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
+    baton::SemaphoreValue wait{s, sv}, signal{t, tv};
+    for (int v = 0; v < kVariants; ++v) {
+      baton::SubmitInfo info;
+      if (v == kWait || v == kBoth) info.waits = {&wait, 1};
+      if (v == kSignal || v == kBoth) info.signals = {&signal, 1};
+      auto t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) {
+        signal.value = ++tv;
+        BATON_OK(env.q[1].submit(info));
+      }
+      ours[v].push_back(nsSince(t0) / kBatch);
+    }
+    BATON_OK(env.device.waitIdle());
+
+    for (bool withWait : {false, true}) {
+      CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+      CU_OK(cu->cuEventRecord(busyEvent, env.raw[0]));
+      auto t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) {
+        if (withWait) CU_OK(cu->cuStreamWaitEvent(env.raw[1], busyEvent, 0));
+        CU_OK(cu->cuEventRecord(rawEvents[i], env.raw[1]));
+      }
+      (withWait ? rawBoth : rawRecord).push_back(nsSince(t0) / kBatch);
+      CU_OK(cu->cuStreamSynchronize(env.raw[1]));
+    }
+  }
+  double m[kVariants];
+  for (int v = 0; v < kVariants; ++v) m[v] = median(ours[v]) / 1e3;
+  const double record = median(rawRecord) / 1e3, both = median(rawBoth) / 1e3;
+  row(names[kNothing], m[kNothing], record, "us", "(raw: cuEventRecord)");
+  row(names[kSignal], m[kSignal], record, "us", "(raw: cuEventRecord)");
+  row(names[kWait], m[kWait], both, "us", "(raw: cuStreamWaitEvent + cuEventRecord)");
+  row(names[kBoth], m[kBoth], both, "us", "(raw: cuStreamWaitEvent + cuEventRecord)");
+  char note[160];
+  std::snprintf(note, sizeof note,
+                "(baton's added cost: base %.3f, signal %.3f, wait %.3f us beyond raw %.3f)",
+                m[kNothing] - record, m[kSignal] - m[kNothing],
+                m[kWait] - m[kNothing] - (both - record), both - record);
+  std::printf("  %s\n", note);
+  for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
   CU_OK(cu->cuEventDestroy(busyEvent));
 }
 
@@ -634,10 +708,10 @@ int main(int argc, char** argv) {
   struct {
     const char* name;
     void (*run)();
-  } benches[] = {{"submit", benchSubmit},        {"ping-pong", benchPingPong},
-                 {"wbs", benchWaitBeforeSignal}, {"wake", benchHostWake},
-                 {"naive", benchNaive},          {"cpu", benchCpuWhileWaiting},
-                 {"steady", benchSteadyState}};
+  } benches[] = {{"submit", benchSubmit},       {"parts", benchSubmitParts},
+                 {"ping-pong", benchPingPong},  {"wbs", benchWaitBeforeSignal},
+                 {"wake", benchHostWake},       {"naive", benchNaive},
+                 {"cpu", benchCpuWhileWaiting}, {"steady", benchSteadyState}};
   for (auto& b : benches) {
     if (argc > 1 && std::none_of(argv + 1, argv + argc,
                                  [&](const char* a) { return std::strcmp(a, b.name) == 0; }))
