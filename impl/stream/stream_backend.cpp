@@ -934,21 +934,24 @@ class Completion {
     // A plain event cannot be slept on (eventSynchronize spins on it with the context's default
     // scheduling). When the oldest record is the last work enqueued on the stream, a
     // blocking-sync event recorded behind it on the same stream completes with it: sleep on
-    // that. issueMutex keeps anything from being enqueued in between. Not on a helper stream
-    // that waits for the oldest event: on the H100, such a helper's blocking-sync event
-    // sometimes never completed while another queue's stream was blocked GPU-side on an imported
-    // semaphore that only this thread's publication would release (NativeInterop.AFailedCuda-
-    // Producer..., about 1 run in 100; CUDA_DEVICE_MAX_CONNECTIONS=32 did not prevent it).
+    // that. issueMutex keeps anything from being enqueued in between; it is only tried: the
+    // issuing thread holds it across driver calls that can block until the GPU progresses, and
+    // the GPU may need this thread's publications for that (a Vulkan queue waiting for a value
+    // only the host publishes; the demo hung on it). Not on a helper stream that waits for the
+    // oldest event: on the H100, such a helper's blocking-sync event sometimes never completed
+    // while another queue's stream was blocked GPU-side on an imported semaphore that only this
+    // thread's publication would release (NativeInterop.AFailedCudaProducer..., about 1 run in
+    // 100; CUDA_DEVICE_MAX_CONNECTIONS=32 did not prevent it).
     {
-      std::unique_lock<core::Mutex> lock(q_->issueMutex);
-      if (q_->pushed == inflight_.front().seq) {
+      std::unique_lock<core::Mutex> lock(q_->issueMutex, std::try_to_lock);
+      if (lock.owns_lock() && q_->pushed == inflight_.front().seq) {
         BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->stream));
         lock.unlock();
         return d_.eventSynchronize(q_->sleepEvent);
       }
     }
-    // Later work is queued behind the oldest record: a sleep in the driver would last until that
-    // work is done too. Poll instead, at most kUrgentPollMaxNs apart.
+    // Later work is queued behind the oldest record (a sleep in the driver would last until that
+    // work is done too), or the issuing thread is busy: poll, at most kUrgentPollMaxNs apart.
     q_->waker->parker.park(Deadline::after(std::min(pollNs_, kUrgentPollMaxNs)));
     pollNs_ = std::min(pollNs_ * 2, kUrgentPollMaxNs);
     return Status(Result::NotReady);
