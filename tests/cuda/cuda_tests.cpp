@@ -334,6 +334,31 @@ TEST_F(CudaTest, HostWaitTimesOutOnGatedWorkThenSucceeds) {
   EXPECT_EQ(v, 1u);
 }
 
+// A host thread asleep on an older signal wakes when that signal completes, not when the work
+// queued behind it on the same stream does (the completion thread must not sleep until the
+// stream's last work).
+TEST_F(CudaTest, SleepingHostWaitWakesBeforeLaterWorkOnTheQueue) {
+  BATON_REQUIRE_KERNELS();
+  Gate first(*device_, kernels_), second(*device_, kernels_);
+  auto s = makeSemaphore("in order");
+  auto a = makeCommands([&](baton::CommandBuffer cb) { first.record(cb); });
+  auto b = makeCommands([&](baton::CommandBuffer cb) { second.record(cb); });
+  ASSERT_OK(submit(queue(0), {}, {*a}, {{*s, 1}}));
+  ASSERT_OK(submit(queue(0), {}, {*b}, {{*s, 2}}));
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the waiter is asleep by then
+    first.open();
+  });
+  // The second gate stays closed until this wait returned (its watchdog opens it after 20 s).
+  EXPECT_OK(s->wait(1, 10'000 * kMs)) << "the wait for 1 did not return while 2 was pending";
+  uint64_t v = 0;
+  ASSERT_OK(s->getValue(&v));
+  EXPECT_EQ(v, 1u);
+  opener.join();
+  second.open();
+  EXPECT_OK(s->wait(2, kLongNs));
+}
+
 // alloca held on a host-signalled wait, then used on another queue and freed by dealloca on a
 // third; the address is NotReady until the allocation ran. Repeated to exercise the pool.
 TEST_F(CudaTest, QueueOrderedAllocationIsOrderedByItsWaitsAndSignals) {
