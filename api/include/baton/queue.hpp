@@ -32,20 +32,24 @@ class Queue : public Handle<Queue> {
 
   // Submits batches in order. Never blocks on their waits: a batch whose waits are not yet met
   // is held (with everything behind it on this queue) and released as soon as they can be met.
-  // If a wait's semaphore fails, the batch does not execute and its signals fail with a reason
-  // naming the first failure. Validation is all-or-nothing: on an error nothing is submitted.
-  // Ownership: the caller keeps command buffers and semaphores; pending work references them, so
-  // destroying them afterwards is safe. Thread safe (several threads may submit to one queue).
-  // Returns Success, ErrorInvalidHandle, ErrorInvalidArgument (an over-long list, a null list
-  // pointer with a non-zero count), ErrorInvalidState (a command buffer without an ended
-  // recording), ErrorDeviceMismatch (a command buffer of another device), ErrorNonIncreasingValue
-  // (a signal not above the semaphore's current value), ErrorDeviceLost.
+  // On a GPU backend a released batch is enqueued on the queue's stream at once; with many
+  // batches queued there behind waits the GPU has not met, the driver may block the call until
+  // the GPU catches up (its stream's queue is full). If a wait's semaphore fails, the batch does
+  // not execute and its signals fail with a reason naming the first failure. Validation is
+  // all-or-nothing: on an error nothing is submitted. Ownership: the caller keeps command buffers
+  // and semaphores; pending work references them, so destroying them afterwards is safe. Thread
+  // safe (several threads may submit to one queue). Returns Success, ErrorInvalidHandle,
+  // ErrorInvalidArgument (an over-long list, a null list pointer with a non-zero count),
+  // ErrorInvalidState (a command buffer without an ended recording), ErrorDeviceMismatch (a command
+  // buffer of another device), ErrorNonIncreasingValue (a signal not above the semaphore's current
+  // value), ErrorDeviceLost.
   [[nodiscard]] Result submit(Span<const SubmitInfo> submits) const noexcept;
 
   // Queue-ordered allocation: creates *buffer now, backed by memory that is allocated in queue
   // order once `waits` are met, before `signals` are signalled. Use the buffer only in work
   // ordered after the signals; getDeviceAddress returns NotReady before the allocation ran.
-  // Never blocks the calling thread. Ownership: the caller owns *buffer; release it with
+  // Never waits for `waits` (the driver may still throttle, as for submit). Ownership: the caller
+  // owns *buffer; release it with
   // deallocaBuffer (or Buffer::destroy, which frees at once when no work is pending).
   // Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
   // allocation) and ErrorInvalidArgument (size 0).
