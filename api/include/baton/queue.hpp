@@ -49,8 +49,8 @@ class Queue : public Handle<Queue> {
   // order once `waits` are met, before `signals` are signalled. Use the buffer only in work
   // ordered after the signals; getDeviceAddress returns NotReady before the allocation ran.
   // Never waits for `waits` (the driver may still throttle, as for submit). Ownership: the caller
-  // owns *buffer; release it with
-  // deallocaBuffer (or Buffer::destroy, which frees at once when no work is pending).
+  // owns *buffer; release it with deallocaBuffer (or Buffer::destroy, which frees at once when no
+  // work is pending).
   // Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
   // allocation) and ErrorInvalidArgument (size 0).
   [[nodiscard]] Result allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
