@@ -373,7 +373,8 @@ void benchSubmit() {
 // with nothing, with one signal, with one recorded pending wait, and with both (the submit row),
 // all in one repetition; raw: cuEventRecord alone, and cuStreamWaitEvent + cuEventRecord. Every
 // baton submission records an event, so "nothing" compares with a raw record. The differences
-// of the medians attribute the cost of a signal and of a wait.
+// of the medians attribute the cost of a signal and of a wait. Also: the same submission held
+// in the scheduler (the core's share alone), and what the driver's cuCtxGetCurrent costs.
 void benchSubmitParts() {
   const int kBatch = 64, kReps = iters(100);
   SpinArg hold{1'000'000};  // 1 ms: longer than the batches take to submit
@@ -387,7 +388,9 @@ void benchSubmitParts() {
   enum { kNothing, kSignal, kWait, kBoth, kVariants };
   const char* names[kVariants] = {"  parts: no wait, no signal", "  parts: 1 signal",
                                   "  parts: 1 recorded wait", "  parts: 1 wait + 1 signal"};
-  std::vector<double> ours[kVariants], rawRecord, rawBoth;
+  std::vector<double> ours[kVariants], rawRecord, rawBoth, held, rawCurrent;
+  baton::Semaphore gate = semaphore("parts-gate");
+  uint64_t gv = 0;
   for (int rep = 0; rep < kReps; ++rep) {
     BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
     baton::SemaphoreValue wait{s, sv}, signal{t, tv};
@@ -403,6 +406,29 @@ void benchSubmitParts() {
       ours[v].push_back(nsSince(t0) / kBatch);
     }
     BATON_OK(env.device.waitIdle());
+    // Held: each submit waits for a value only the host signals, so the batch stays in the
+    // scheduler (validation, handles, the queue's lock, a push): the core's share, without the
+    // backend or the driver. The host then releases it, untimed.
+    {
+      baton::SemaphoreValue gateWait{gate, ++gv}, signal{t, tv};
+      baton::SubmitInfo info;
+      info.waits = {&gateWait, 1};
+      info.signals = {&signal, 1};
+      auto t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) {
+        signal.value = ++tv;
+        BATON_OK(env.q[1].submit(info));
+      }
+      held.push_back(nsSince(t0) / kBatch);
+      BATON_OK(gate.signal(gv));
+      BATON_OK(env.device.waitIdle());
+    }
+    {
+      CUcontext current = nullptr;
+      auto t0 = Clock::now();
+      for (int i = 0; i < kBatch; ++i) CU_OK(cu->cuCtxGetCurrent(&current));
+      rawCurrent.push_back(nsSince(t0) / kBatch);
+    }
 
     for (bool withWait : {false, true}) {
       CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
@@ -429,6 +455,14 @@ void benchSubmitParts() {
                 m[kNothing] - record, m[kSignal] - m[kNothing],
                 m[kWait] - m[kNothing] - (both - record), both - record);
   std::printf("  %s\n", note);
+  std::printf(
+      "%-34s %12.3f %12s %9s  us   (1 wait on a host-signalled value + 1 signal: the "
+      "core alone, no driver call)\n",
+      "  parts: held in the scheduler", median(held) / 1e3, "-", "-");
+  std::printf(
+      "%-34s %12s %12.3f %9s  us   (baton asks for the current context once per "
+      "submit)\n",
+      "  raw: cuCtxGetCurrent", "-", median(rawCurrent) / 1e3, "-");
   for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
   CU_OK(cu->cuEventDestroy(busyEvent));
 }
