@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -709,6 +710,47 @@ TEST_F(NativeInterop, RoundsOfCudaAndVulkanOnSharedMemoryAllSubmittedUpFront) {
       ASSERT_EQ(snapshot[r * kCount + i], expected[i]) << "round " << r << ", index " << i;
     expected[0] = r + 1;
   }
+}
+
+TEST_F(NativeInterop, HostPublishedSignalsFlowWhileTheDriverThrottlesTheSubmitter) {
+  // The demo's pattern, without its work: CUDA step r waits for 2r (Vulkan's), runs a host call
+  // and signals 2r+1, which only baton's completion thread can publish (a host call's signals
+  // are not GPU-side); Vulkan round r waits for 2r+1 and signals 2r+2. Everything is submitted up
+  // front, so the CUDA stream fills with waits and host functions and the driver blocks the
+  // submitting thread, inside baton's issue path, until the GPU catches up: the completion
+  // thread must keep publishing meanwhile. A completion thread that waited for the issuing side
+  // there deadlocked the demo; here that hangs the test (the run's time limit reports it).
+  constexpr uint64_t kRounds = 400;
+  VulkanTimeline t;
+  ASSERT_NO_FATAL_FAILURE(nativeTimeline(&t));
+  for (uint64_t r = 0; r < kRounds; ++r)
+    ASSERT_EQ(vk->submit({{t.vulkan, 2 * r + 1}}, VK_NULL_HANDLE, {{t.vulkan, 2 * r + 2}}),
+              VK_SUCCESS);
+  std::atomic<uint64_t> calls{0};
+  UniqueCommandBuffer step = commands(cuda);
+  ASSERT_OK(step->hostCall(
+      [](void* user) {
+        static_cast<std::atomic<uint64_t>*>(user)->fetch_add(1);
+        return Result::Success;
+      },
+      &calls));
+  ASSERT_OK(step->end());
+  auto start = std::chrono::steady_clock::now();
+  auto ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  for (uint64_t r = 0; r < kRounds; ++r) {
+    std::vector<SemaphoreValue> waits;
+    if (r) waits.push_back({t.baton, 2 * r});
+    ASSERT_OK(submit(cudaQueue, waits, {*step}, {{t.baton, 2 * r + 1}})) << "step " << r;
+  }
+  const double submitted = ms();
+  ASSERT_OK(t.baton.wait(2 * kRounds, kLongNs));
+  std::printf("%llu rounds: submitted in %.1f ms, all done in %.1f ms\n",
+              static_cast<unsigned long long>(kRounds), submitted, ms());
+  EXPECT_EQ(calls.load(), kRounds);
+  EXPECT_EQ(vk->wait(t.vulkan, 2 * kRounds, kLongNs), VK_SUCCESS);
 }
 
 // ---- memory ----------------------------------------------------------------------------------
