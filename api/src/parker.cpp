@@ -37,9 +37,9 @@ void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline
           nullptr, FUTEX_BITSET_MATCH_ANY);
 }
 
-void futexWakeAll(std::atomic<uint32_t>* word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
+void futexWake(std::atomic<uint32_t>* word, int count) noexcept {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr,
+          0);
 }
 
 bool Parker::park(Deadline deadline) noexcept {
@@ -88,9 +88,6 @@ void Mutex::lockContended() noexcept {
     futexWait(&state_, kContended, Deadline::never());
 }
 
-void Mutex::wakeOne() noexcept {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
-          0);
-}
+void Mutex::wakeOne() noexcept { futexWake(&state_, 1); }
 
 }  // namespace baton::core

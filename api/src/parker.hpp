@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 
 #include "clock.hpp"
@@ -33,8 +34,10 @@ class Parker {
 // (FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time, so retries after spurious wake-ups
 // do not stretch the timeout). May return spuriously: callers re-check their word.
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline) noexcept;
+// Wakes up to `count` threads in futexWait on `word`.
+void futexWake(std::atomic<uint32_t>* word, int count) noexcept;
 // Wakes every thread in futexWait on `word`.
-void futexWakeAll(std::atomic<uint32_t>* word) noexcept;
+inline void futexWakeAll(std::atomic<uint32_t>* word) noexcept { futexWake(word, INT_MAX); }
 
 // A pause instruction for spin loops.
 inline void cpuRelax() noexcept {
