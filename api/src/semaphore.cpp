@@ -33,7 +33,7 @@ uint64_t Semaphore::value(bool refresh) {
       Status s = p.timepoint->query();
       if (s.ok()) {
         completed = std::max(completed, p.value);
-      } else if (s.isError()) {
+      } else if (s.isError() && s.code() != Result::ErrorSemaphoreFailed) {
         p.timepoint->device()->markLost(s.message());
         break;
       }
@@ -298,7 +298,7 @@ Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline dea
         entries[coveredIndex.front()].semaphore->reach(st.timepointValue);
       } else if (s.code() == Result::Timeout) {
         return s;
-      } else {
+      } else if (s.code() != Result::ErrorSemaphoreFailed) {  // that one: the loop sees it
         st.timepoint->device()->markLost(s.message());
       }
       continue;

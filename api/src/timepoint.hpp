@@ -1,6 +1,6 @@
-// Timepoint: a device-side signal that a backend has *recorded* (issued to its stream) but that
-// may not have executed yet — on CUDA/HIP, a recorded event. A semaphore keeps the timepoints of
-// its pending device signals (Semaphore::addTimepoint); they let
+// Timepoint: a device-side signal that a backend has *recorded* (issued to its stream), or is
+// about to record, but that may not have executed yet — on CUDA/HIP, a pooled event. A semaphore
+// keeps the timepoints of its pending device signals (Semaphore::addTimepoint); they let
 //   - a queue of the same backend wait GPU-side for a value as soon as its signal is recorded
 //     (the deferred-submission scheduler releases it then, not when the value is reached);
 //   - a host waiter wait on the native primitive (cuEventSynchronize) and advance the value when
@@ -29,7 +29,9 @@ class Timepoint : public Object {
   BackendKind backend() const noexcept { return backend_; }
 
   // Non-blocking. Success when the recorded work has completed, NotReady when not yet, an error
-  // (ErrorDeviceLost, ErrorDriver) when it never will. Thread safe.
+  // when it never will: ErrorDeviceLost or ErrorDriver, or ErrorSemaphoreFailed when the work
+  // failed before its signal and the signalled semaphores failed (the device is fine). Thread
+  // safe.
   virtual Status query() = 0;
   // Blocks until completion (Success), the deadline (Timeout) or an error. Must not burn a core
   // beyond a short spin. Thread safe.

@@ -63,6 +63,25 @@ constexpr uint64_t kUrgentPollMaxNs = 50'000;
 constexpr uint64_t kLingerNs = 2'000'000;
 // Free events a queue takes from its device's pool at once (QueueShared::eventStash).
 constexpr size_t kEventStash = 16;
+// Released submissions a queue's issue ring holds (IssueRing). A user thread that finds it full
+// waits for the issuing thread, as it would wait in the driver for a full stream; baton's own
+// threads never wait: they queue behind the ring instead.
+constexpr uint64_t kIssueRingCapacity = 1024;
+// The issuing thread polls its ring this long after its last work before it sleeps until a
+// submission wakes it: bursts of submissions then cost their submitter no wake-up (a futex
+// syscall) and wait for no thread to be scheduled.
+constexpr uint64_t kIssueSpinNs = 50'000;
+// A waiter for a signal that is published but not yet recorded (StreamTimepoint::waitRecorded)
+// spins this long before it sleeps: recording is a driver call already under way on another
+// thread, well under a microsecond unless the driver throttles it.
+constexpr uint64_t kRecordSpinNs = 20'000;
+// Spins poll with a pause instruction this long, then yield the core between polls: on a machine
+// with fewer free cores than busy threads, the thread being waited for may need it.
+constexpr uint64_t kSpinBeforeYieldNs = 5'000;
+
+// Set on this backend's own threads (issuing and completion threads): a full issue ring never
+// blocks them (see QueueShared::post).
+thread_local bool tInternalThread = false;
 
 // Sleeping host waiters use the core's futex helpers (parker.hpp).
 using core::futexWait;
@@ -194,19 +213,28 @@ struct Waker {
 // until this destructor's body has run, so plain pointers to them suffice. Shared pointers cost
 // two more reference counts per submission, raised on the submitting thread and dropped on a
 // completion thread (issue 3, item 9).
+//
+// A timepoint is made either when its event is recorded, or earlier, when its submission is
+// released to the queue's issuing thread (`recorded` false): it is attached to the signal
+// semaphores at once, so that queues waiting for those values are released without waiting for
+// the issuing thread, and it becomes usable once that thread recorded the event
+// (markRecorded) or gave it up (abandon): whoever needs its event waits for that first
+// (waitRecorded), which the issuing thread ends promptly since the submission is already in its
+// ring, ahead of anything that could wait for it.
 class StreamTimepoint final : public core::Timepoint, public core::Recycled<StreamTimepoint> {
  public:
   // `gated`: the event's completion alone does not mean success (the submission waited for an
   // imported semaphore, see Completion::failIfReleasedByFailure): the host learns the outcome
   // only from the completion thread. GPU-side waits still use the event.
   StreamTimepoint(DeviceShared* shared, Waker* waker, core::Device* device, void* event,
-                  void* stream, bool gated)
+                  void* stream, bool gated, bool recorded)
       : Timepoint(device, shared->driver.kind),
         shared_(shared),
         waker_(waker),
         event_(event),
         stream_(stream),
-        gated_(gated) {
+        gated_(gated),
+        recorded_(recorded ? kRecorded : kUnrecorded) {
     gIssued.timepoints.fetch_add(1, std::memory_order_relaxed);
   }
   ~StreamTimepoint() override {
@@ -224,10 +252,43 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     return true;
   }
 
+  // Whether the event was recorded (or the timepoint abandoned, with its outcome published).
+  bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire) == kRecorded; }
+
+  // Blocks until recorded(), or the deadline (Timeout): a short spin, then a futex sleep that
+  // markRecorded ends.
+  Status waitRecorded(Deadline deadline) {
+    const uint64_t start = core::nowNs();
+    while (!recorded()) {
+      const uint64_t now = core::nowNs();
+      if (now < start + kRecordSpinNs) {
+        // Yield after the first microseconds: the recording thread may be waiting for a core.
+        if (now < start + kSpinBeforeYieldNs)
+          core::cpuRelax();
+        else
+          std::this_thread::yield();
+        continue;
+      }
+      uint32_t s = kUnrecorded;
+      if (!recorded_.compare_exchange_weak(s, kUnrecordedWaiters, std::memory_order_acq_rel) &&
+          s == kRecorded)
+        break;
+      if (deadline.expired()) return Status(Result::Timeout);
+      futexWait(&recorded_, kUnrecordedWaiters, deadline);
+    }
+    return Status();
+  }
+
+  // Issuing thread only, once: the event is recorded, consumers may wait for it.
+  void markRecorded() {
+    if (recorded_.exchange(kRecorded, std::memory_order_acq_rel) == kUnrecordedWaiters)
+      futexWakeAll(&recorded_);
+  }
+
   Status query() override {
     Status outcome;
     if (done(&outcome)) return outcome;
-    if (gated_) return Status(Result::NotReady);
+    if (gated_ || !recorded()) return Status(Result::NotReady);
     ContextScope scope(shared_->driver, shared_->config.context);
     return shared_->driver.eventQuery(event_);
   }
@@ -235,6 +296,8 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   Status wait(Deadline deadline) override {
     Status outcome;
     if (done(&outcome)) return outcome;
+    BATON_TRY(waitRecorded(deadline));
+    if (done(&outcome)) return outcome;  // abandoned
     if (!gated_) {
       ContextScope scope(shared_->driver, shared_->config.context);
       const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
@@ -270,7 +333,8 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     return result;
   }
 
-  // Completion thread only, once: publishes the outcome and wakes sleeping waiters.
+  // Once, by the completion thread (or by the issuing thread for a timepoint it abandons):
+  // publishes the outcome and wakes sleeping waiters.
   void complete(const Status& outcome) {
     outcome_ = outcome;
     if (state_.exchange(kDone, std::memory_order_acq_rel) == kPendingWaiters) futexWakeAll(&state_);
@@ -278,14 +342,28 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
 
  private:
   static constexpr uint32_t kPending = 0, kPendingWaiters = 1, kDone = 2;
+  static constexpr uint32_t kUnrecorded = 0, kUnrecordedWaiters = 1, kRecorded = 2;
   DeviceShared* shared_;
   Waker* waker_;
   void* event_;
   void* stream_;
   const bool gated_;
+  std::atomic<uint32_t> recorded_;
   std::atomic<uint32_t> state_{kPending};
   Status outcome_;  // written before state_ becomes kDone
 };
+
+// Gives up a timepoint published at release whose event will not be recorded (the submission
+// failed before its signals, whose semaphores the caller failed first): waiters learn it from
+// its outcome, ErrorSemaphoreFailed (or ErrorDeviceLost), not from the event.
+void abandon(Ref<StreamTimepoint>& timepoint, const Status& why) {
+  if (!timepoint) return;
+  timepoint->complete(why.code() == Result::ErrorDeviceLost
+                          ? why
+                          : Status(Result::ErrorSemaphoreFailed, why.message()));
+  timepoint->markRecorded();
+  timepoint = nullptr;
+}
 
 // A timeline semaphore imported from another API (Vulkan) into one device (native interop). Its
 // last reference goes with the baton semaphore's mirror or with the last submission that waits
@@ -345,6 +423,52 @@ struct HostCalls {
   std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
 };
 
+// A released submission on its way to the queue's issuing thread (StreamQueue::issue decides
+// how its signals are published; the issuing thread enqueues it).
+struct Issue {
+  std::unique_ptr<core::Submission> submission;
+  // The timepoint of its signals, attached to the semaphores at release, before its event is
+  // recorded; null when the completion thread publishes the signals (`hostPublish`), when it
+  // signals nothing, or when no event could be had then (it is attached after recording).
+  Ref<StreamTimepoint> timepoint;
+  bool hostPublish = false;  // counted in QueueShared::hostPublished until published or failed
+  bool urgent = false;       // see Record::urgent
+  bool gated = false;        // it waits GPU-side for an imported semaphore
+};
+
+// The released submissions of one queue, in order: written under the core queue's lock (one
+// producer at a time), read by the queue's issuing thread. A bounded ring of slots, each on
+// its own position so that producer and consumer touch different cache lines except the slot
+// handed over.
+class IssueRing {
+ public:
+  IssueRing() : slots_(new Issue[kIssueRingCapacity]) {}
+  bool tryPush(Issue& e) {
+    uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail - head_.load(std::memory_order_seq_cst) == kIssueRingCapacity) return false;
+    slots_[tail % kIssueRingCapacity] = std::move(e);
+    // seq_cst: ordered before the producer's load of QueueShared::issuerIdle (see post).
+    tail_.store(tail + 1, std::memory_order_seq_cst);
+    return true;
+  }
+  bool tryPop(Issue* out) {
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head == tail_.load(std::memory_order_acquire)) return false;
+    *out = std::move(slots_[head % kIssueRingCapacity]);
+    // seq_cst: ordered before the consumer's load of QueueShared::producerWaiting.
+    head_.store(head + 1, std::memory_order_seq_cst);
+    return true;
+  }
+  bool empty() const {
+    return head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst);
+  }
+
+ private:
+  std::unique_ptr<Issue[]> slots_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+};
+
 // One issued submission, owned by the queue's completion thread until its event completes: the
 // submission keeps its command lists (buffers, update data) and semaphores alive that long.
 // A suspension record (`resumes`) has no submission: its event follows host calls whose result
@@ -353,6 +477,8 @@ struct Record {
   Ref<StreamTimepoint> timepoint;
   std::unique_ptr<core::Submission> submission;
   std::unique_ptr<HostCalls> hostCalls;
+  Ref<StreamTimepoint> published;           // Issue::timepoint, until recorded or abandoned
+  bool hostPublish = false;                 // Issue::hostPublish
   bool signalsDone = false;                 // signals were failed at issue
   bool resumes = false;                     // suspension record
   bool hostPublished = false;               // signals reached by the completion thread only
@@ -373,6 +499,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   ~QueueShared() {
     ContextScope scope(driver, device->config.context);
     device->pool.giveBack(eventStash);
+    device->pool.giveBack(publishStash);
     if (sleepEvent) (void)driver.eventDestroy(sleepEvent);
     if (stream) (void)driver.streamDestroy(stream);
   }
@@ -393,6 +520,83 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     if (waker->idle.load(std::memory_order_seq_cst) &&
         waker->idle.exchange(false, std::memory_order_seq_cst))
       waker->parker.unpark();
+  }
+
+  // Takes a free event from `stash` (refilled from the device's pool a batch at a time), or
+  // creates one.
+  Status takeEvent(std::vector<void*>& stash, void** event) {
+    if (stash.empty()) device->pool.takeFree(stash, kEventStash);
+    if (stash.empty()) return device->pool.acquire(event);  // none free: creates one
+    *event = stash.back();
+    stash.pop_back();
+    gIssued.events.fetch_add(1, std::memory_order_relaxed);
+    return Status();
+  }
+
+  // Hands a released submission to the issuing thread; the core queue's lock is held. A user
+  // thread that finds the ring full waits for room (the driver would throttle it the same way
+  // on a full stream); baton's own threads never wait there, because the issuing thread may be
+  // throttled by the driver until the GPU needs their publications: they queue behind the ring.
+  void post(Issue&& e) {
+    if (!overflowing.load(std::memory_order_acquire)) {
+      bool pushed = ring.tryPush(e);
+      while (!pushed && !tInternalThread) {
+        producerWaiting.store(true, std::memory_order_seq_cst);
+        pushed = ring.tryPush(e);
+        if (pushed) break;
+        wakeIssuer();
+        // Bounded: a wake-up lost to the flag's reset costs a millisecond, not a hang.
+        producerParker.park(Deadline::after(1'000'000));
+        pushed = ring.tryPush(e);
+      }
+      if (pushed) {
+        producerWaiting.store(false, std::memory_order_relaxed);
+        wakeIssuer();
+        return;
+      }
+    }
+    {
+      std::lock_guard<core::Mutex> lock(overflowMutex);
+      overflow.push_back(std::move(e));
+      overflowing.store(true, std::memory_order_seq_cst);
+    }
+    wakeIssuer();
+  }
+
+  // Issuing thread: the next released submission, from the ring, then from behind it.
+  bool takeIssue(Issue* out) {
+    if (ring.tryPop(out)) {
+      if (producerWaiting.load(std::memory_order_seq_cst) &&
+          producerWaiting.exchange(false, std::memory_order_seq_cst))
+        producerParker.unpark();
+      return true;
+    }
+    if (behind.empty() && overflowing.load(std::memory_order_acquire)) {
+      // The ring is empty and nothing enters it while `overflowing` is set: what queued behind
+      // it comes next, and whatever the ring receives after the flag is cleared follows it.
+      std::lock_guard<core::Mutex> lock(overflowMutex);
+      behind.swap(overflow);
+      overflowing.store(false, std::memory_order_release);
+    }
+    if (behind.empty()) return false;
+    *out = std::move(behind.front());
+    behind.pop_front();
+    return true;
+  }
+
+  // Wakes the issuing thread when it sleeps. The load first: the exchange (a locked
+  // instruction) only when it is idle; it stores issuerIdle before it looks for work, so a
+  // load that misses that store comes before the look, which then finds the work.
+  void wakeIssuer() {
+    if (issuerIdle.load(std::memory_order_seq_cst) &&
+        issuerIdle.exchange(false, std::memory_order_seq_cst))
+      issuerParker.unpark();
+  }
+
+  // Whether anything waits for the issuing thread (besides deferred submissions).
+  bool issueWork() const {
+    return !ring.empty() || overflowing.load(std::memory_order_seq_cst) || !behind.empty() ||
+           resumePending.load(std::memory_order_seq_cst);
   }
 
   // A sticky error seen while issuing: the completion thread calls Device::markLost, because the
@@ -436,19 +640,36 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   void* stream = nullptr;
   void* sleepEvent = nullptr;  // blocking-sync: what the completion thread sleeps on
 
-  // Orders enqueueing on the stream between issue() (the core's issuing thread) and the
-  // completion thread resuming a suspended submission. Taken after the core queue's lock.
+  // Released submissions, from StreamQueue::issue to the issuing thread (post, takeIssue).
+  IssueRing ring;
+  core::Mutex overflowMutex;
+  std::deque<Issue> overflow;            // posted by baton's threads while the ring was full
+  std::atomic<bool> overflowing{false};  // overflow has entries: posts go there, in order
+  std::deque<Issue> behind;              // taken from overflow (issuing thread)
+  std::atomic<bool> producerWaiting{false};
+  core::Parker producerParker;  // a user thread waiting for room in the ring
+  core::Parker issuerParker;    // the issuing thread, asleep with nothing to do
+  std::atomic<bool> issuerIdle{false};
+  // The completion thread saw a suspension record complete: the issuing thread resumes.
+  std::atomic<bool> resumePending{false};
+  // Free events for timepoints made at release (StreamQueue::issue, under the core queue's
+  // lock); see eventStash.
+  std::vector<void*> publishStash;
+
+  // Held by the issuing thread while it enqueues; orders that with the completion thread's
+  // look at the stream (sleepOnOldest) and its failAll.
   core::Mutex issueMutex;
   uint64_t pushed = 0;  // records pushed so far (issueMutex)
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
-  std::optional<Record> continuation;                      // a suspended submission
-  std::deque<std::unique_ptr<core::Submission>> deferred;  // issued behind it
-  // Records in flight whose signals the completion thread publishes (host calls, and what was
-  // issued behind them). While there are any, later records are published the same way: a
-  // queue's signals become visible in submission order (Vulkan's signal operation order), and
-  // a later signal published as a timepoint would be seen first.
+  std::optional<Record> continuation;  // a suspended submission
+  std::deque<Issue> deferred;          // issued behind it
+  // Submissions whose signals the completion thread publishes (host calls, and what was
+  // released behind them), from release until published or failed. While there are any, later
+  // submissions are published the same way: a queue's signals become visible in submission
+  // order (Vulkan's signal operation order), and a later signal published as a timepoint would
+  // be seen first.
   std::atomic<uint32_t> hostPublished{0};
 
   core::Mutex inboxMutex;
@@ -488,9 +709,8 @@ void HostCalls::trampoline(void* data) {
 
 // ---- issuing --------------------------------------------------------------------------------
 
-// Enqueues submissions on a queue's stream, in queue order, with QueueShared::issueMutex held:
-// from StreamQueue::issue (the thread that submitted or released the submission), and from the
-// completion thread when a suspended submission resumes.
+// Enqueues submissions on a queue's stream, in queue order, on the queue's issuing thread
+// (IssueThread) with QueueShared::issueMutex held.
 //
 // Host calls and the commands after them: "commands after a failed host call do not run" cannot
 // be decided when the host call is enqueued, so a submission with GPU commands (or native
@@ -503,23 +723,27 @@ class Issuer {
  public:
   explicit Issuer(QueueShared& q) : q_(q), d_(q.driver) {}
 
-  void start(std::unique_ptr<core::Submission> sub) {
+  void start(Issue&& e) {
+    Record rec;
+    rec.submission = std::move(e.submission);
+    rec.published = std::move(e.timepoint);
+    rec.hostPublish = e.hostPublish;
+    rec.urgent = e.urgent;
+    rec.externalWaits = e.gated;
     if (q_.coreDevice->lost()) {
-      failUnrecorded(*sub, q_.coreDevice->lostStatus());
+      failUnrecorded(rec, q_.coreDevice->lostStatus());
       return;
     }
     ContextScope context(d_, q_.device->config.context);
-    Status st = enqueueWaits(*sub);
+    bool waitFailed = false;
+    Status st = enqueueWaits(*rec.submission, &waitFailed);
     // streamWaitEvent captured each event's recorded state; holding the timepoints until the
     // submission completes would only keep their events out of the pool.
-    for (core::Submission::Wait& w : sub->waits) w.timepoint = nullptr;
+    for (core::Submission::Wait& w : rec.submission->waits) w.timepoint = nullptr;
     if (!st.ok()) {  // nothing enqueued yet
-      failUnrecorded(*sub, st);
+      failUnrecorded(rec, st, /*issuing=*/!waitFailed);
       return;
     }
-    Record rec;
-    for (core::Submission::Wait& w : sub->waits) rec.externalWaits |= w.external != nullptr;
-    rec.submission = std::move(sub);
     proceed(std::move(rec), context);
   }
 
@@ -539,9 +763,9 @@ class Issuer {
   // Issues what waited behind a suspended submission, until the next suspension.
   void drainDeferred() {
     while (!q_.continuation && !q_.deferred.empty()) {
-      std::unique_ptr<core::Submission> sub = std::move(q_.deferred.front());
+      Issue e = std::move(q_.deferred.front());
       q_.deferred.pop_front();
-      start(std::move(sub));
+      start(std::move(e));
     }
   }
 
@@ -570,21 +794,14 @@ class Issuer {
 
   Status recordEvent(Ref<StreamTimepoint>* out, bool gated = false) {
     void* event = nullptr;
-    if (q_.eventStash.empty()) q_.device->pool.takeFree(q_.eventStash, kEventStash);
-    if (!q_.eventStash.empty()) {
-      event = q_.eventStash.back();
-      q_.eventStash.pop_back();
-      gIssued.events.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      BATON_TRY(q_.device->pool.acquire(&event));  // none free: creates one
-    }
+    BATON_TRY(q_.takeEvent(q_.eventStash, &event));
     Status st = d_.eventRecord(event, q_.stream);
     if (!st.ok()) {
       q_.device->pool.release(event);
       return st;
     }
-    *out = Ref<StreamTimepoint>::adopt(new StreamTimepoint(q_.device.get(), q_.waker.get(),
-                                                           q_.coreDevice, event, q_.stream, gated));
+    *out = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
+        q_.device.get(), q_.waker.get(), q_.coreDevice, event, q_.stream, gated, true));
     return Status();
   }
 
@@ -597,20 +814,27 @@ class Issuer {
     // see below). Only then may imported semaphores be signalled GPU-side, and before the
     // record: when the event completes, the OS semaphore already has the value, so forwarding
     // it from the host (the mirror's onReached, after reach()) finds nothing left to do.
-    const bool hostPublish =
-        st.ok() && (rec.hostCalls || q_.hostPublished.load(std::memory_order_seq_cst) != 0);
+    const bool hostPublish = rec.hostPublish;
     if (st.ok() && !hostPublish) st = signalExternals(sub);
-    Status rs = recordEvent(&rec.timepoint, rec.externalWaits);
+    Status rs;
+    if (st.ok() && rec.published) {
+      rs = d_.eventRecord(rec.published->event(), q_.stream);
+      if (rs.ok()) rec.timepoint = rec.published;
+    } else {
+      rs = recordEvent(&rec.timepoint, rec.externalWaits);
+    }
     if (!rs.ok()) {
       // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
       // it (only after a driver error, in practice a lost device).
       if (!d_.streamSynchronize(q_.stream).ok()) (void)rec.hostCalls.release();  // see failAll
       for (const core::Allocation& a : rec.freeAfter) q_.device->freeAllocation(a);
-      failUnrecorded(sub, st.ok() ? rs : st);
+      failUnrecorded(rec, st.ok() ? rs : st);
       return;
     }
     if (!st.ok()) {
       fail(sub, st);
+      abandon(rec.published, st);
+      if (hostPublish) q_.hostPublished.fetch_sub(1, std::memory_order_seq_cst);
       rec.signalsDone = true;
     } else if (hostPublish) {
       // With host calls, the signals are NOT published as timepoints: a GPU-side waiter would
@@ -620,21 +844,29 @@ class Issuer {
       // such a one follow it, to keep the queue's signal order (see hostPublished).
       rec.hostPublished = true;
       rec.urgent = true;
-      q_.hostPublished.fetch_add(1, std::memory_order_seq_cst);
+    } else if (rec.published) {
+      rec.published->markRecorded();  // published at release: waiters may use the event now
+      rec.published = nullptr;
     } else {
-      // Publish the signals as GPU-waitable timepoints: queues waiting for these values are
-      // released now (when this thread's Notifier scope closes) and wait with streamWaitEvent.
+      // No event could be had at release: publish the signals as GPU-waitable timepoints now.
+      // Queues waiting for these values are released when this thread's Notifier scope closes.
       for (core::Submission::Signal& s : sub.signals) {
         s.semaphore->addTimepoint(s.value, rec.timepoint);
-        // A mirrored semaphore forwards reached values to Vulkan: reach them promptly, unless
-        // the GPU signals its external counterpart itself.
-        if (core::SemaphoreMirror* m = s.semaphore->mirror())
-          if (!m->external(q_.coreDevice->handle)) rec.urgent = true;
+        if (needsPromptReach(s)) rec.urgent = true;
       }
     }
     q_.push(std::move(rec));
   }
 
+ public:
+  // A mirrored semaphore forwards reached values to Vulkan: reach them promptly, unless the GPU
+  // signals its external counterpart itself.
+  bool needsPromptReach(const core::Submission::Signal& s) const {
+    core::SemaphoreMirror* m = s.semaphore->mirror();
+    return m && !m->external(q_.coreDevice->handle);
+  }
+
+ private:
   // Signals, in stream order, the imported counterparts (native interop) of the submission's
   // signal semaphores that belong to this queue's device.
   Status signalExternals(core::Submission& sub) {
@@ -652,7 +884,8 @@ class Issuer {
     return Status();
   }
 
-  Status enqueueWaits(core::Submission& sub) {
+  // *waitFailed: the error is a waited signal that failed (its semaphore says why).
+  Status enqueueWaits(core::Submission& sub, bool* waitFailed) {
     for (core::Submission::Wait& w : sub.waits) {
       if (w.external) {
         // Nothing recorded covers the value yet: wait for the imported OS semaphore, which
@@ -666,8 +899,16 @@ class Issuer {
       }
       if (!w.timepoint) continue;  // the scheduler removes reached waits; defensive
       auto* tp = static_cast<StreamTimepoint*>(w.timepoint.get());
+      // Published at release by another queue whose issuing thread has not recorded it yet:
+      // that thread has it in hand (nothing it issues first can wait for this queue's later
+      // work), so this wait is short.
+      if (!tp->recorded()) BATON_TRY(tp->waitRecorded(Deadline::never()));
       Status outcome;
       if (tp->done(&outcome)) {
+        if (outcome.code() == Result::ErrorSemaphoreFailed) {  // abandoned
+          *waitFailed = true;
+          return core::failedWait(q_.label, w, Result::ErrorSemaphoreFailed);
+        }
         if (!outcome.ok())
           return outcome.context(core::format("%s waiting for semaphore '%s' >= %llu",
                                               q_.label.c_str(), w.semaphore->name().c_str(),
@@ -804,8 +1045,15 @@ class Issuer {
   }
 
   // Fails a submission that has no record (nothing of it is in flight) and counts it done.
-  void failUnrecorded(core::Submission& sub, Status st) {
-    fail(sub, std::move(st));
+  // `issuing`: the error arose in issuing it (named so in the reason), rather than in a wait.
+  void failUnrecorded(Record& rec, Status st, bool issuing = true) {
+    if (issuing) {
+      fail(*rec.submission, st);
+    } else {
+      core::failSignals(*rec.submission, st);
+    }
+    abandon(rec.published, st);
+    if (rec.hostPublish) q_.hostPublished.fetch_sub(1, std::memory_order_seq_cst);
     q_.submissionsDone(1);
   }
 
@@ -820,6 +1068,7 @@ class Completion {
   explicit Completion(std::shared_ptr<QueueShared> q) : q_(std::move(q)), d_(q_->driver) {}
 
   void run() {
+    tInternalThread = true;
     // The thread's own driver calls always run in the device's context.
     (void)d_.setCurrent(q_->device->config.context);
     std::vector<Record> incoming;
@@ -1012,11 +1261,10 @@ class Completion {
     gRetired.records.fetch_add(n, std::memory_order_relaxed);
     q_->submissionsDone(submissions);
     if (resume) {
-      core::Notifier::Scope scope;  // declared first: it drains after the lock is released
-      std::lock_guard<core::Mutex> lock(q_->issueMutex);
-      Issuer issuer(*q_);
-      if (q_->continuation) issuer.resume();
-      issuer.drainDeferred();
+      // The issuing thread resumes it: this thread makes no driver call that could wait for
+      // the GPU, which may need this thread's publications to progress.
+      q_->resumePending.store(true, std::memory_order_seq_cst);
+      q_->wakeIssuer();
     }
   }
 
@@ -1054,6 +1302,7 @@ class Completion {
         if (r.submission) {
           ++submissions;
           if (!r.signalsDone) core::failSignals(*r.submission, why);
+          if (r.hostPublished) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
         }
         for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
         // The driver may still call host functions of a faulted stream, or never: their data
@@ -1063,14 +1312,20 @@ class Completion {
       inflight_.clear();
       urgent_ = 0;
       std::lock_guard<core::Mutex> lock(q_->issueMutex);
-      q_->hostPublished.store(0, std::memory_order_seq_cst);
       if (q_->continuation) {
-        core::failSignals(*q_->continuation->submission, why);
-        (void)q_->continuation->hostCalls.release();
+        Record& c = *q_->continuation;
+        core::failSignals(*c.submission, why);
+        abandon(c.published, why);
+        if (c.hostPublish) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+        (void)c.hostCalls.release();
         q_->continuation.reset();
         ++submissions;
       }
-      for (std::unique_ptr<core::Submission>& sub : q_->deferred) core::failSignals(*sub, why);
+      for (Issue& e : q_->deferred) {
+        core::failSignals(*e.submission, why);
+        abandon(e.timepoint, why);
+        if (e.hostPublish) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+      }
       submissions += q_->deferred.size();
       q_->deferred.clear();
     }
@@ -1087,24 +1342,98 @@ class Completion {
   uint64_t lingerNs_ = 0;  // polled with nothing in flight so far
 };
 
+// ---- issuing thread -------------------------------------------------------------------------
+
+// Takes released submissions from the queue's ring, in order, and enqueues them (Issuer); also
+// resumes suspended submissions once the completion thread saw their host calls run. The
+// driver calls of a submission (and its native callbacks) run here, not on the thread that
+// submitted it, which only pays for the scheduler and the hand-off (issue 3, item 9).
+class IssueThread {
+ public:
+  explicit IssueThread(std::shared_ptr<QueueShared> q) : q_(std::move(q)) {}
+
+  void run() {
+    tInternalThread = true;
+    (void)q_->driver.setCurrent(q_->device->config.context);
+    uint64_t idleSince = 0;
+    for (;;) {
+      bool worked = false;
+      if (q_->resumePending.load(std::memory_order_acquire) &&
+          q_->resumePending.exchange(false, std::memory_order_acq_rel)) {
+        core::Notifier::Scope scope;  // declared first: it drains after the lock is released
+        std::lock_guard<core::Mutex> lock(q_->issueMutex);
+        Issuer issuer(*q_);
+        if (q_->continuation) issuer.resume();
+        issuer.drainDeferred();
+        worked = true;
+      }
+      Issue e;
+      while (q_->takeIssue(&e)) {
+        core::Notifier::Scope scope;
+        std::lock_guard<core::Mutex> lock(q_->issueMutex);
+        if (q_->continuation || !q_->deferred.empty())
+          q_->deferred.push_back(std::move(e));  // behind a suspended submission, in order
+        else
+          Issuer(*q_).start(std::move(e));
+        worked = true;
+      }
+      if (worked) {
+        idleSince = 0;
+        continue;
+      }
+      if (q_->stop.load(std::memory_order_acquire) && finished()) return;
+      // Poll a while, then sleep until a post, a resume request or the queue's end wakes it.
+      const uint64_t now = core::nowNs();
+      if (idleSince == 0) idleSince = now;
+      if (now - idleSince < kIssueSpinNs) {
+        if (now - idleSince < kSpinBeforeYieldNs)
+          for (int i = 0; i < 16; ++i) core::cpuRelax();
+        else
+          std::this_thread::yield();  // leave the core to runnable threads meanwhile
+        continue;
+      }
+      q_->issuerIdle.store(true, std::memory_order_seq_cst);
+      if (!q_->issueWork() && !q_->stop.load(std::memory_order_seq_cst))
+        q_->issuerParker.park(Deadline::never());
+      q_->issuerIdle.store(false, std::memory_order_seq_cst);
+      idleSince = 0;
+    }
+  }
+
+ private:
+  // Nothing is left to issue: no suspended submission (the completion thread would ask to
+  // resume it) and nothing deferred or posted.
+  bool finished() {
+    std::lock_guard<core::Mutex> lock(q_->issueMutex);
+    return !q_->continuation && q_->deferred.empty() && !q_->issueWork();
+  }
+
+  std::shared_ptr<QueueShared> q_;
+};
+
 // ---- queue ----------------------------------------------------------------------------------
 
 class StreamQueue final : public core::QueueImpl {
  public:
   explicit StreamQueue(std::shared_ptr<QueueShared> shared) : q_(std::move(shared)) {
     thread_ = std::thread([q = q_] { Completion(q).run(); });
+    issuer_ = std::thread([q = q_] { IssueThread(q).run(); });
   }
 
   ~StreamQueue() override {
-    q_->stop.store(true, std::memory_order_release);
-    q_->waker->parker.unpark();
-    // The completion thread can itself drop the last reference to the core Device (a record's
-    // timepoint), which destroys this queue on that thread: then it must not join itself. It
-    // finds nothing in flight and exits, touching only the shared queue state.
-    if (thread_.get_id() == std::this_thread::get_id())
-      thread_.detach();
-    else
-      thread_.join();
+    q_->stop.store(true, std::memory_order_seq_cst);
+    q_->issuerParker.unpark();
+    // Either thread can itself drop the last reference to the core Device (a record's
+    // timepoint, a submission's buffer), which destroys this queue on that thread: then it must
+    // not join itself. It finds nothing left and exits, touching only the shared queue state.
+    // The issuing thread goes first: it may still hand records to the completion thread.
+    for (std::thread* t : {&issuer_, &thread_}) {
+      if (t == &thread_) q_->waker->parker.unpark();
+      if (t->get_id() == std::this_thread::get_id())
+        t->detach();
+      else
+        t->join();
+    }
   }
 
   bool canWait(const core::Timepoint& tp) const override {
@@ -1146,19 +1475,45 @@ class StreamQueue final : public core::QueueImpl {
     return result;
   }
 
+  // Decides how the submission's signals are published and posts it to the issuing thread.
+  // Unless the completion thread must publish them (host calls, or such a submission still
+  // ahead of it), they are published here, as a timepoint whose event the issuing thread records
+  // next: queues waiting for them are released now, without waiting for the issuing thread.
   void issue(std::unique_ptr<core::Submission> sub) override {
     q_->issued.fetch_add(1, std::memory_order_seq_cst);
-    std::lock_guard<core::Mutex> lock(q_->issueMutex);
-    if (q_->continuation || !q_->deferred.empty()) {
-      q_->deferred.push_back(std::move(sub));  // behind a suspended submission, in order
-      return;
+    Issue e;
+    for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
+    e.hostPublish = q_->hostPublished.load(std::memory_order_seq_cst) != 0 || hasHostCalls(*sub);
+    if (e.hostPublish) {
+      q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);
+    } else if (!sub->signals.empty()) {
+      void* event = nullptr;
+      // Without an event now, the issuing thread publishes the signals after recording.
+      if (q_->takeEvent(q_->publishStash, &event).ok()) {
+        e.timepoint = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
+            q_->device.get(), q_->waker.get(), q_->coreDevice, event, q_->stream, e.gated, false));
+        Issuer issuer(*q_);
+        for (const core::Submission::Signal& s : sub->signals) {
+          s.semaphore->addTimepoint(s.value, e.timepoint);
+          e.urgent |= issuer.needsPromptReach(s);
+        }
+      }
     }
-    Issuer(*q_).start(std::move(sub));
+    e.submission = std::move(sub);
+    q_->post(std::move(e));
   }
 
  private:
+  static bool hasHostCalls(const core::Submission& sub) {
+    for (const Ref<core::CommandList>& list : sub.commandLists)
+      for (const core::Command& c : list->commands)
+        if (c.kind == core::Command::Kind::HostCall) return true;
+    return false;
+  }
+
   std::shared_ptr<QueueShared> q_;
-  std::thread thread_;
+  std::thread thread_;  // completion
+  std::thread issuer_;
 };
 
 // ---- device ---------------------------------------------------------------------------------
@@ -1259,7 +1614,8 @@ Stats stats() noexcept {
   uint64_t records = gRetired.records.load(std::memory_order_seq_cst);
   s.eventsInUse = gIssued.events.load(std::memory_order_seq_cst) - events;
   s.timepointsLive = gIssued.timepoints.load(std::memory_order_seq_cst) - timepoints;
-  s.recordsInFlight = gIssued.records.load(std::memory_order_seq_cst) - records;
+  s.recordsIssued = gIssued.records.load(std::memory_order_seq_cst);
+  s.recordsInFlight = s.recordsIssued - records;
   return s;
 }
 

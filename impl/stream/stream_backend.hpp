@@ -2,11 +2,14 @@
 // and parameterised by a DriverTable (stream_driver.hpp).
 //
 // How a submission runs on an in-order stream (one per queue):
-//   - issue (on the submitting or releasing thread, in queue order): wait GPU-side for each
-//     waited timepoint (streamWaitEvent), enqueue the commands, record a pooled event, attach it
-//     as a Timepoint to every signal semaphore — from then on, queues of the same backend that
+//   - release (on the submitting or releasing thread, in queue order): attach a Timepoint on a
+//     pooled event to every signal semaphore — from then on, queues of the same backend that
 //     wait for those values are released by the core scheduler and wait GPU-side too, with no
-//     host round trip — and hand the event to the queue's completion thread;
+//     host round trip — and post the submission to the queue's issuing thread (a ring);
+//   - issue (one thread per queue, in queue order): wait GPU-side for each waited timepoint
+//     (streamWaitEvent, once its own issuing thread recorded it), enqueue the commands, record
+//     the event, and hand it to the queue's completion thread. The submitting thread pays for
+//     the scheduler and the hand-off, not for the driver calls;
 //   - completion (one thread per queue): observes the events in order, publishes the signalled
 //     values (Semaphore::reach, so that values advance with no host waiter: host queues, mirrored
 //     Vulkan semaphores and other backends see them), recycles events, resumes submissions
@@ -54,6 +57,7 @@ struct Stats {
   uint64_t eventsInUse = 0;      // held by live timepoints
   uint64_t timepointsLive = 0;   // timepoint objects alive
   uint64_t recordsInFlight = 0;  // issued submissions not yet observed complete
+  uint64_t recordsIssued = 0;    // records the issuing threads enqueued so far (only grows)
 };
 Stats stats() noexcept;
 

@@ -26,10 +26,12 @@ TEST_F(CudaTest, InjectedStickyErrorMarksTheDeviceLost) {
   baton::cuda::clearFaults();
   ASSERT_TRUE(baton::cuda::injectFault("cuEventRecord", CUDA_ERROR_ILLEGAL_ADDRESS));
   ASSERT_OK(submit(queue(0), {}, {}, {{*s, 1}}));
-  baton::cuda::clearFaults();
   auto start = Clock::now();
   EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
   EXPECT_LT(secondsSince(start), kPromptSeconds);
+  // The fault fired on the queue's issuing thread, before the signal failed.
+  EXPECT_EQ(baton::cuda::faultsFired(), 1u);
+  baton::cuda::clearFaults();
   EXPECT_TRUE(containsText(lastError(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << lastError();
   // markLost runs on the completion thread; later submissions see it.
   start = Clock::now();

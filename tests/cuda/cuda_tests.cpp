@@ -108,6 +108,9 @@ TEST_F(CudaTest, WaitBeforeSignalChainIsReleasedWhenTheSignalIsRecorded) {
   ASSERT_OK(submit(queue(3), {{*s2, 1}}, {*c3}, {{*s3, 1}}));
   ASSERT_OK(submit(queue(2), {{*s1, 1}}, {*c2}, {{*s2, 1}}));
   ASSERT_OK(submit(queue(1), {{*s0, 1}}, {*c1}, {{*s1, 1}}));
+  // Issuing is asynchronous (each queue's issuing thread): give a wrongly released consumer
+  // time to show.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   for (auto& i : issued) EXPECT_EQ(i.load(), 0) << "held until the producer's signal exists";
 
   auto producer = makeCommands([&](baton::CommandBuffer cb) {
@@ -116,8 +119,13 @@ TEST_F(CudaTest, WaitBeforeSignalChainIsReleasedWhenTheSignalIsRecorded) {
   });
   ASSERT_OK(submit(queue(0), {}, {*producer}, {{*s0, 1}}));
 
-  // Released on the submitting thread, before submit returned, while the GPU is still gated.
-  for (auto& i : issued) EXPECT_EQ(i.load(), 1) << "released when the signal was recorded";
+  // Released when submit() published the producer's signal, and issued by the queues' issuing
+  // threads (GPU-side waits) while the GPU is still gated.
+  for (auto& i : issued) {
+    auto start = Clock::now();
+    while (i.load() == 0 && secondsSince(start) < 5.0) std::this_thread::yield();
+    EXPECT_EQ(i.load(), 1) << "released when the signal was recorded";
+  }
   uint64_t v = 99;
   EXPECT_EQ(s3->getValue(&v), Result::Success);
   EXPECT_EQ(v, 0u) << "nothing completed yet: the gate is closed";
@@ -500,9 +508,10 @@ TEST_F(CudaTest, DriverErrorFailsTheSignalsWithTheCudaErrorName) {
   baton::cuda::clearFaults();
   ASSERT_TRUE(baton::cuda::injectFault("cuMemsetD32Async", CUDA_ERROR_INVALID_VALUE));
   ASSERT_OK(submit(queue(0), {}, {*fill}, {{*s, 1}}));
+  // The queue's issuing thread makes the driver calls: the signal fails once it has.
+  EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
   EXPECT_EQ(baton::cuda::faultsFired(), 1u);
   baton::cuda::clearFaults();
-  EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
   char reason[512];
   ASSERT_OK(s->getFailureReason(reason, sizeof reason));
   EXPECT_TRUE(containsText(reason, "cuMemsetD32Async")) << reason;
