@@ -146,6 +146,9 @@ constexpr uint64_t kUrgentPollMaxNs = 50'000;
 constexpr uint64_t kLingerNs = 2'000'000;
 // Free events a queue takes from its device's pool at once (QueueShared::eventStash).
 constexpr size_t kEventStash = 16;
+// Records an issuing thread hands to its completion thread at once while it has more to issue
+// (QueueShared::push).
+constexpr size_t kOutboxBatch = 16;
 // Released submissions a queue's issue ring holds (IssueRing). A user thread that finds it full
 // waits for the issuing thread, as it would wait in the driver for a full stream; baton's own
 // threads never wait: they queue behind the ring instead.
@@ -525,11 +528,11 @@ struct Issue {
 // handed over.
 class IssueRing {
  public:
-  IssueRing() : slots_(new Issue[kIssueRingCapacity]) {}
+  IssueRing() : slots_(new Slot[kIssueRingCapacity]) {}
   bool tryPush(Issue& e) {
     uint64_t tail = tail_.load(std::memory_order_relaxed);
     if (tail - head_.load(std::memory_order_seq_cst) == kIssueRingCapacity) return false;
-    slots_[tail % kIssueRingCapacity] = std::move(e);
+    slots_[tail % kIssueRingCapacity].e = std::move(e);
     // seq_cst: ordered before the producer's load of QueueShared::issuerIdle (see post).
     tail_.store(tail + 1, std::memory_order_seq_cst);
     return true;
@@ -537,7 +540,7 @@ class IssueRing {
   bool tryPop(Issue* out) {
     uint64_t head = head_.load(std::memory_order_relaxed);
     if (head == tail_.load(std::memory_order_acquire)) return false;
-    *out = std::move(slots_[head % kIssueRingCapacity]);
+    *out = std::move(slots_[head % kIssueRingCapacity].e);
     // seq_cst: ordered before the consumer's load of QueueShared::producerWaiting.
     head_.store(head + 1, std::memory_order_seq_cst);
     return true;
@@ -545,9 +548,22 @@ class IssueRing {
   bool empty() const {
     return head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst);
   }
+  // Consumer: starts loading the next submission into this core's cache while the current one
+  // is issued (it was written on the submitting thread's core).
+  void prefetchNext() const {
+    uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head == tail_.load(std::memory_order_acquire)) return;
+    const char* sub = reinterpret_cast<const char*>(slots_[head % kIssueRingCapacity].e.submission.get());
+    for (int line = 0; line < 4; ++line) __builtin_prefetch(sub + 64 * line);
+  }
 
  private:
-  std::unique_ptr<Issue[]> slots_;
+  // A slot per cache line: the producer filling the next slot does not take the line of the
+  // slot the consumer reads.
+  struct alignas(64) Slot {
+    Issue e;
+  };
+  std::unique_ptr<Slot[]> slots_;
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) std::atomic<uint64_t> tail_{0};
 };
@@ -590,11 +606,27 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Hands a record to the completion thread; issueMutex held.
   void push(Record&& record) {
     record.seq = ++pushed;
+    const bool now = record.urgent;
+    outbox.push_back(std::move(record));
+    // Handed over in batches while the issuing thread has more to issue: one lock and one wake
+    // check per batch. A batch waits at most kOutboxBatch issues; urgent records go at once.
+    if (now || outbox.size() >= kOutboxBatch) flushOutbox();
+  }
+
+  // Hands the records of `outbox` to the completion thread; issueMutex held.
+  void flushOutbox() {
+    if (outbox.empty()) return;
+    const size_t n = outbox.size();
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
-      inbox.push_back(std::move(record));
+      if (inbox.empty()) {
+        inbox.swap(outbox);
+      } else {
+        for (Record& r : outbox) inbox.push_back(std::move(r));
+        outbox.clear();
+      }
     }
-    Counters::add(kRecordsPushed, 1);
+    Counters::add(kRecordsPushed, n);
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
     // the next poll finds the record (a wake per submission would cost a syscall each).
     // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
@@ -749,6 +781,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // look at the stream (sleepOnOldest) and its failAll.
   core::Mutex issueMutex;
   uint64_t pushed = 0;  // records pushed so far (issueMutex)
+  std::vector<Record> outbox;  // pushed, not yet handed to the completion thread (issueMutex)
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
@@ -826,9 +859,9 @@ class Issuer {
     ContextScope context(d_, q_.device->config.context);
     bool waitFailed = false;
     Status st = enqueueWaits(*rec.submission, &waitFailed);
-    // streamWaitEvent captured each event's recorded state; holding the timepoints until the
-    // submission completes would only keep their events out of the pool.
-    for (core::Submission::Wait& w : rec.submission->waits) w.timepoint = nullptr;
+    // The waited timepoints stay with the submission until it completes (their events stay out
+    // of the pool that long): dropping them here would write to cache lines that other threads
+    // use, on the issuing path.
     if (!st.ok()) {  // nothing enqueued yet
       failUnrecorded(rec, st, /*issuing=*/!waitFailed);
       return;
@@ -1461,6 +1494,7 @@ class IssueThread {
       }
       Issue e;
       while (q_->takeIssue(&e)) {
+        q_->ring.prefetchNext();
         core::Notifier::Scope scope;
         std::lock_guard<core::Mutex> lock(q_->issueMutex);
         if (q_->continuation || !q_->deferred.empty())
@@ -1470,6 +1504,8 @@ class IssueThread {
         worked = true;
       }
       if (worked) {
+        std::lock_guard<core::Mutex> lock(q_->issueMutex);
+        q_->flushOutbox();  // nothing more to issue for now
         idleSince = 0;
         continue;
       }
