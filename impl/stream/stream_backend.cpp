@@ -663,6 +663,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
         for (Record& r : outbox) inbox.push_back(std::move(r));
         outbox.clear();
       }
+      inboxPending.store(true, std::memory_order_release);
     }
     Counters::add(kRecordsPushed, n);
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
@@ -774,6 +775,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       if (!lostPending) lostReason = reason;
       lostPending = true;
+      inboxPending.store(true, std::memory_order_release);
     }
     waker->parker.unpark();
   }
@@ -784,6 +786,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       for (Ref<core::Queue>& q : queues) passes.push_back(std::move(q));
+      inboxPending.store(true, std::memory_order_release);
     }
     waker->parker.unpark();
   }
@@ -821,6 +824,9 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   std::atomic<bool> overflowing{false};  // overflow has entries: posts go there, in order
   // The completion thread saw a suspension record complete: the issuing thread resumes.
   std::atomic<bool> resumePending{false};
+  // Whether continuation or deferred holds something (written under issueMutex): the issuing
+  // thread looks at them only then.
+  std::atomic<bool> suspended{false};
   core::Parker producerParker;  // a user thread waiting for room in the ring
   std::shared_ptr<DeviceIssuer> issuer;
   // The queue is going: the issuing thread drains it, unregisters it and sets `drained`.
@@ -853,7 +859,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // be seen first.
   std::atomic<uint32_t> hostPublished{0};
 
-  core::Mutex inboxMutex;
+  alignas(64) core::Mutex inboxMutex;
+  std::atomic<bool> inboxPending{false};  // inbox, passes or lostPending has something
   std::vector<Record> inbox;
   std::vector<Ref<core::Queue>> passes;  // see handOff
   bool lostPending = false;
@@ -1276,8 +1283,11 @@ class Completion {
     std::vector<Ref<core::Queue>> passes;
     for (;;) {
       std::string lost;
-      {
+      // The flag first: the lock (a cache line the issuing thread writes) only when there is
+      // something to take.
+      if (q_->inboxPending.load(std::memory_order_acquire)) {
         std::lock_guard<core::Mutex> lock(q_->inboxMutex);
+        q_->inboxPending.store(false, std::memory_order_relaxed);
         incoming.swap(q_->inbox);
         passes.swap(q_->passes);
         if (q_->lostPending) {
@@ -1621,13 +1631,14 @@ class IssueThread {
   // One pass over a queue: resume, deferred submissions, then released ones, as long as they
   // are ready; then the queue's end, when it is going.
   void serve(QueueShared& q, bool* worked, bool* waiting) {
-    bool issued = false;
-    {
+    const bool resume = q.resumePending.load(std::memory_order_acquire);
+    Issue* next = q.peekIssue();
+    if (next || resume || q.suspended.load(std::memory_order_acquire)) {
+      bool issued = false;
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
       std::lock_guard<core::Mutex> lock(q.issueMutex);
       Issuer issuer(q);
-      if (q.resumePending.load(std::memory_order_acquire) &&
-          q.resumePending.exchange(false, std::memory_order_acq_rel)) {
+      if (resume && q.resumePending.exchange(false, std::memory_order_acq_rel)) {
         if (q.continuation) issuer.resume();
         issued = true;
       }
@@ -1636,31 +1647,26 @@ class IssueThread {
         if (!issuer.drainDeferred()) *waiting = true;
         issued |= q.deferred.size() != before;
       }
-    }
-    for (size_t n = 0; n < kIssueBurst; ++n) {
-      Issue* next = q.peekIssue();
-      if (!next) break;
-      core::Notifier::Scope scope;
-      std::lock_guard<core::Mutex> lock(q.issueMutex);
-      Issuer issuer(q);
-      const bool behind = q.continuation || !q.deferred.empty();
-      if (!behind && !issuer.ready(*next)) {
-        *waiting = true;
-        break;
+      for (size_t n = 0; next && n < kIssueBurst; ++n, next = q.peekIssue()) {
+        const bool behind = q.continuation || !q.deferred.empty();
+        if (!behind && !issuer.ready(*next)) {
+          *waiting = true;
+          break;
+        }
+        Issue e;
+        q.popIssue(&e);
+        q.ring.prefetchNext();
+        if (behind)
+          q.deferred.push_back(std::move(e));  // behind a suspended submission, in order
+        else
+          issuer.start(std::move(e));
+        issued = true;
       }
-      Issue e;
-      q.popIssue(&e);
-      q.ring.prefetchNext();
-      if (behind)
-        q.deferred.push_back(std::move(e));  // behind a suspended submission, in order
-      else
-        issuer.start(std::move(e));
-      issued = true;
-    }
-    if (issued) {
-      std::lock_guard<core::Mutex> lock(q.issueMutex);
-      q.flushOutbox();
-      *worked = true;
+      q.suspended.store(q.continuation || !q.deferred.empty(), std::memory_order_release);
+      if (issued) {
+        q.flushOutbox();
+        *worked = true;
+      }
     }
     if (q.stop.load(std::memory_order_acquire) && !q.drained.load(std::memory_order_relaxed) &&
         finished(q)) {
