@@ -33,11 +33,11 @@ using core::Ref;
 // every submission (issue 3, item 9). stats() sums the blocks of live threads and what exited
 // threads left.
 enum Counter : size_t {
-  kEventsTaken,      // from a pool
-  kEventsReturned,   // to a pool
+  kEventsTaken,     // from a pool
+  kEventsReturned,  // to a pool
   kTimepointsMade,
   kTimepointsGone,
-  kRecordsPushed,    // to a completion thread
+  kRecordsPushed,  // to a completion thread
   kRecordsFinished,
   kCounterCount
 };
@@ -98,7 +98,8 @@ class Counters {
       Registry& r = registry();
       std::lock_guard<std::mutex> lock(r.mutex);
       for (size_t c = 0; c < kCounterCount; ++c)
-        r.exited[c].fetch_add(block.v[c].load(std::memory_order_relaxed), std::memory_order_relaxed);
+        r.exited[c].fetch_add(block.v[c].load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
       r.live.erase(std::find(r.live.begin(), r.live.end(), &block));
     }
   };
@@ -308,7 +309,7 @@ struct Waker {
 // completion thread (issue 3, item 9).
 //
 // A timepoint is made either when its event is recorded, or earlier, when its submission is
-// released to the queue's issuing thread (`recorded` false): it is attached to the signal
+// released to its device's issuing thread (`recorded` false): it is attached to the signal
 // semaphores at once, so that queues waiting for those values are released without waiting for
 // the issuing thread, and it becomes usable once that thread recorded the event
 // (markRecorded) or gave it up (abandon): whoever needs its event waits for that first
@@ -516,7 +517,7 @@ struct HostCalls {
   std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
 };
 
-// A released submission on its way to the queue's issuing thread (StreamQueue::issue decides
+// A released submission on its way to the device's issuing thread (StreamQueue::issue decides
 // how its signals are published; the issuing thread enqueues it).
 struct Issue {
   std::unique_ptr<core::Submission> submission;
@@ -530,7 +531,7 @@ struct Issue {
 };
 
 // The released submissions of one queue, in order: written under the core queue's lock (one
-// producer at a time), read by the queue's issuing thread. A bounded ring of slots, each on
+// producer at a time), read by the device's issuing thread. A bounded ring of slots, each on
 // its own position so that producer and consumer touch different cache lines except the slot
 // handed over.
 class IssueRing {
@@ -566,7 +567,8 @@ class IssueRing {
   void prefetchNext() const {
     uint64_t head = head_.load(std::memory_order_relaxed);
     if (head == tail_.load(std::memory_order_acquire)) return;
-    const char* sub = reinterpret_cast<const char*>(slots_[head % kIssueRingCapacity].e.submission.get());
+    const char* sub =
+        reinterpret_cast<const char*>(slots_[head % kIssueRingCapacity].e.submission.get());
     for (int line = 0; line < 4; ++line) __builtin_prefetch(sub + 64 * line);
   }
 
@@ -845,7 +847,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Held by the issuing thread while it enqueues; orders that with the completion thread's
   // look at the stream (sleepOnOldest) and its failAll.
   core::Mutex issueMutex;
-  uint64_t pushed = 0;  // records pushed so far (issueMutex)
+  uint64_t pushed = 0;         // records pushed so far (issueMutex)
   std::vector<Record> outbox;  // pushed, not yet handed to the completion thread (issueMutex)
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
@@ -897,7 +899,7 @@ void HostCalls::trampoline(void* data) {
 
 // ---- issuing --------------------------------------------------------------------------------
 
-// Enqueues submissions on a queue's stream, in queue order, on the queue's issuing thread
+// Enqueues submissions on a queue's stream, in queue order, on the device's issuing thread
 // (IssueThread) with QueueShared::issueMutex held.
 //
 // Host calls and the commands after them: "commands after a failed host call do not run" cannot
@@ -1106,9 +1108,10 @@ class Issuer {
       }
       if (!w.timepoint) continue;  // the scheduler removes reached waits; defensive
       auto* tp = static_cast<StreamTimepoint*>(w.timepoint.get());
-      // Published at release by another queue whose issuing thread has not recorded it yet:
-      // that thread has it in hand (nothing it issues first can wait for this queue's later
-      // work), so this wait is short.
+      // Published at release, maybe before its event was recorded: ready() saw it recorded or
+      // abandoned, or it is this queue's own, recorded earlier on this thread in queue order.
+      // So this never waits (a wait here for a signal this thread has yet to record would never
+      // end); kept for the order of the loads.
       if (!tp->recorded()) BATON_TRY(tp->waitRecorded(Deadline::never()));
       Status outcome;
       if (tp->done(&outcome)) {

@@ -5,15 +5,18 @@
 //   - release (on the submitting or releasing thread, in queue order): attach a Timepoint on a
 //     pooled event to every signal semaphore — from then on, queues of the same backend that
 //     wait for those values are released by the core scheduler and wait GPU-side too, with no
-//     host round trip — and post the submission to the queue's issuing thread (a ring);
-//   - issue (one thread per queue, in queue order): wait GPU-side for each waited timepoint
-//     (streamWaitEvent, once its own issuing thread recorded it), enqueue the commands, record
-//     the event, and hand it to the queue's completion thread. The submitting thread pays for
-//     the scheduler and the hand-off, not for the driver calls;
+//     host round trip — and post the submission to the queue's ring;
+//   - issue (one thread per device, each queue in order): wait GPU-side for each waited
+//     timepoint (streamWaitEvent, once it is recorded: a queue whose next submission waits for a
+//     signal another device has not recorded yet is passed over meanwhile), enqueue the
+//     commands, record the event, and hand it to the queue's completion thread. The submitting
+//     thread pays for the scheduler and the hand-off, not for the driver calls; hand-offs between
+//     queues of a device make their driver calls on one thread;
 //   - completion (one thread per queue): observes the events in order, publishes the signalled
 //     values (Semaphore::reach, so that values advance with no host waiter: host queues, mirrored
-//     Vulkan semaphores and other backends see them), recycles events, resumes submissions
-//     suspended on host calls, and turns sticky driver errors into device loss.
+//     Vulkan semaphores and other backends see them), recycles events, asks the issuing thread to
+//     resume submissions suspended on host calls, and turns sticky driver errors into device
+//     loss. It makes no driver call that could wait for the GPU.
 // Host calls: their signals are not GPU-waitable (a failed host call must fail them, after a GPU
 // waiter would already have run); the completion thread publishes them once the host calls ran,
 // and GPU work after a host call in the same submission waits for its result (suspension).

@@ -716,10 +716,11 @@ TEST_F(NativeInterop, HostPublishedSignalsFlowWhileTheDriverThrottlesTheSubmitte
   // The demo's pattern, without its work: CUDA step r waits for 2r (Vulkan's), runs a host call
   // and signals 2r+1, which only baton's completion thread can publish (a host call's signals
   // are not GPU-side); Vulkan round r waits for 2r+1 and signals 2r+2. Everything is submitted up
-  // front, so the CUDA stream fills with waits and host functions and the driver blocks the
-  // submitting thread, inside baton's issue path, until the GPU catches up: the completion
-  // thread must keep publishing meanwhile. A completion thread that waited for the issuing side
-  // there deadlocked the demo; here that hangs the test (the run's time limit reports it).
+  // front, so the CUDA stream fills with waits and host functions and the issuing side is held
+  // back (by the driver, or by baton's limit on unfinished operations per stream) until the GPU
+  // catches up: the completion thread must keep publishing meanwhile. A completion thread that
+  // waited for the issuing side there deadlocked the demo; here that hangs the test (the run's
+  // time limit reports it).
   constexpr uint64_t kRounds = 400;
   VulkanTimeline t;
   ASSERT_NO_FATAL_FAILURE(nativeTimeline(&t));

@@ -37,9 +37,10 @@ struct NativeQueue {
 // Runs on a host thread when the submission is issued, in queue order, with the native stream:
 // enqueue work there (kernels, library calls) and it executes in order with the rest of the
 // submission. On the host backend it runs on the queue's worker thread and its own work is the
-// work. An error return fails the submission like a HostCallback. On GPU backends it runs while
-// the queue issues (possibly on the thread whose signal released the submission), so it must
-// enqueue work and return: never block waiting for other baton work.
+// work. An error return fails the submission like a HostCallback. On GPU backends it runs on the
+// device's issuing thread (one baton thread per device enqueues the submissions of all its
+// queues, in each queue's order), with the device's context current: it must enqueue work and
+// return, never block waiting for other baton work (the device's other queues wait meanwhile).
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 
 class CommandBuffer : public Handle<CommandBuffer> {

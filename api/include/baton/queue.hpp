@@ -32,17 +32,19 @@ class Queue : public Handle<Queue> {
 
   // Submits batches in order. Never blocks on their waits: a batch whose waits are not yet met
   // is held (with everything behind it on this queue) and released as soon as they can be met.
-  // On a GPU backend a released batch is enqueued on the queue's stream at once; with many
-  // batches queued there behind waits the GPU has not met, the driver may block the call until
-  // the GPU catches up (its stream's queue is full). If a wait's semaphore fails, the batch does
-  // not execute and its signals fail with a reason naming the first failure. Validation is
-  // all-or-nothing: on an error nothing is submitted. Ownership: the caller keeps command buffers
-  // and semaphores; pending work references them, so destroying them afterwards is safe. Thread
-  // safe (several threads may submit to one queue). Returns Success, ErrorInvalidHandle,
-  // ErrorInvalidArgument (an over-long list, a null list pointer with a non-zero count),
-  // ErrorInvalidState (a command buffer without an ended recording), ErrorDeviceMismatch (a command
-  // buffer of another device), ErrorNonIncreasingValue (a signal not above the semaphore's current
-  // value), ErrorDeviceLost.
+  // On a GPU backend a released batch's signals become waitable by other queues at once, and
+  // the device's issuing thread (a baton thread) makes the driver calls that enqueue it on the
+  // queue's stream; the submitting thread does not. That thread keeps at most about 1024
+  // operations the GPU has not finished on a stream; when 1024 released batches of this queue
+  // wait behind them, the call waits for room, as a driver blocks on a full stream. If a wait's
+  // semaphore fails, the batch does not execute and its signals fail with a reason naming the first
+  // failure. Validation is all-or-nothing: on an error nothing is submitted. Ownership: the caller
+  // keeps command buffers and semaphores; pending work references them, so destroying them
+  // afterwards is safe. Thread safe (several threads may submit to one queue). Returns Success,
+  // ErrorInvalidHandle, ErrorInvalidArgument (an over-long list, a null list pointer with a
+  // non-zero count), ErrorInvalidState (a command buffer without an ended recording),
+  // ErrorDeviceMismatch (a command buffer of another device), ErrorNonIncreasingValue (a signal not
+  // above the semaphore's current value), ErrorDeviceLost.
   [[nodiscard]] Result submit(Span<const SubmitInfo> submits) const noexcept;
 
   // Queue-ordered allocation: creates *buffer now, backed by memory that is allocated in queue

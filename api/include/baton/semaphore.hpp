@@ -43,7 +43,8 @@ class Semaphore : public Handle<Semaphore> {
   [[nodiscard]] Result getValue(uint64_t* value) const noexcept;
 
   // Signals `value` from the host, waking host waiters and releasing queued submissions that
-  // wait for it (those are issued on this thread before the call returns). Thread safe.
+  // wait for it (released on this thread before the call returns; a GPU backend's issuing thread
+  // then enqueues them). Thread safe.
   // Returns Success, ErrorNonIncreasingValue (value <= current value; nothing changes),
   // ErrorSemaphoreFailed (already failed), ErrorInvalidHandle.
   [[nodiscard]] Result signal(uint64_t value) const noexcept;
