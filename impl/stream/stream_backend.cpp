@@ -39,6 +39,7 @@ enum Counter : size_t {
   kTimepointsGone,
   kRecordsPushed,  // to a completion thread
   kRecordsFinished,
+  kPublishedLate,  // see Stats::timepointsPublishedLate
   kCounterCount
 };
 
@@ -682,7 +683,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // creates one.
   Status takeEvent(std::vector<void*>& stash, void** event) {
     if (stash.empty()) device->pool.takeFree(stash, kEventStash);
-    if (stash.empty()) return device->pool.acquire(event);  // none free: creates one
+    if (stash.empty()) {  // none free: creates one, in the device's context (any thread may ask)
+      ContextScope scope(driver, device->config.context);
+      return device->pool.acquire(event);
+    }
     *event = stash.back();
     stash.pop_back();
     Counters::add(kEventsTaken, 1);
@@ -1059,6 +1063,7 @@ class Issuer {
     } else {
       // No event could be had at release: publish the signals as GPU-waitable timepoints now.
       // Queues waiting for these values are released when this thread's Notifier scope closes.
+      if (!sub.signals.empty()) Counters::add(kPublishedLate, 1);
       for (core::Submission::Signal& s : sub.signals) {
         s.semaphore->addTimepoint(s.value, rec.timepoint);
         if (needsPromptReach(s)) rec.urgent = true;
@@ -1934,6 +1939,7 @@ Stats stats() noexcept {
   s.timepointsLive = c[kTimepointsMade] - c[kTimepointsGone];
   s.recordsIssued = c[kRecordsPushed];
   s.recordsInFlight = c[kRecordsPushed] - c[kRecordsFinished];
+  s.timepointsPublishedLate = c[kPublishedLate];
   return s;
 }
 

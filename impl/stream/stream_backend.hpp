@@ -61,6 +61,10 @@ struct Stats {
   uint64_t timepointsLive = 0;   // timepoint objects alive
   uint64_t recordsInFlight = 0;  // issued submissions not yet observed complete
   uint64_t recordsIssued = 0;    // records the issuing threads enqueued so far (only grows)
+  // Submissions whose signals were attached to their semaphores only after the issuing thread
+  // recorded the event, because no event could be had at release (a driver error): other
+  // queues then wait for the issuing thread before they are released (only grows).
+  uint64_t timepointsPublishedLate = 0;
 };
 Stats stats() noexcept;
 

@@ -113,7 +113,10 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
   return CUDA_SUCCESS;
 }
 
+// Like the real driver, calls that create objects need a current context: a backend that forgets
+// to make its context current on some thread fails here too, not only on a GPU.
 CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned int) {
+  if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
   *stream = reinterpret_cast<CUstream>(new Stream());
   return CUDA_SUCCESS;
 }
@@ -125,6 +128,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
 
 CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+  if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
   *event = reinterpret_cast<CUevent>(new Event());
   gEvents.fetch_add(1);
   return CUDA_SUCCESS;
