@@ -480,6 +480,7 @@ TEST_F(CudaTest, TwoGpuWait) {
     EXPECT_OK(cb.copyBuffer(*staging, 0, *out, 0, 4096));
   });
   ASSERT_OK(submit(q1, {{*s, 1}}, {*consumer}, {{*t, 1}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // issuing is asynchronous
   EXPECT_EQ(copy.issued.load(), 0);
   Gate gate(*device_, kernels_);
   auto producer = makeCommands([&](baton::CommandBuffer cb) {
@@ -488,6 +489,10 @@ TEST_F(CudaTest, TwoGpuWait) {
     EXPECT_OK(cb.copyBuffer(*src, 0, *shared, 0, 4096));
   });
   ASSERT_OK(submit(queue(0), {}, {*producer}, {{*s, 1}}));
+  // Released by the signal's publication; the second device's issuing thread enqueues it once
+  // the first device's has recorded the event, while the gate is still closed.
+  auto start = Clock::now();
+  while (copy.issued.load() == 0 && secondsSince(start) < 5.0) std::this_thread::yield();
   EXPECT_EQ(copy.issued.load(), 1) << "the second GPU waits GPU-side, released on record";
   EXPECT_EQ(t->wait(1, 2 * kMs), Result::Timeout);
   gate.open();
