@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 baton_install_packages
 baton_configure
+baton_enable samples tools
 echo "== building the demo"
 meson compile -C "$BUILD" baton-demo hello_timeline baton-info
 echo "== baton-info"

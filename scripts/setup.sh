@@ -38,6 +38,22 @@ baton_install_packages() {
     "${missing[@]}"
 }
 
+# baton_enable <option>...: turns on boolean build options (samples, tools, tests) that a reused
+# build directory was configured without, so that the quick-start commands find their targets.
+baton_enable() {
+  local off=()
+  for option in "$@"; do
+    if meson introspect "$BUILD" --buildoptions 2>/dev/null |
+      grep -qE "\"name\": \"$option\", \"value\": false"; then
+      off+=("-D$option=true")
+    fi
+  done
+  if [ "${#off[@]}" -gt 0 ]; then
+    echo "== $BUILD was configured with ${off[*]/=true/=false}: turning it on"
+    meson setup --reconfigure "$BUILD" "${off[@]}"
+  fi
+}
+
 baton_configure() {
   if [ -f "$BUILD/build.ninja" ]; then
     echo "== reusing build directory $BUILD"

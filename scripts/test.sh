@@ -8,6 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 baton_install_packages
 baton_configure
+baton_enable tests
 echo "== compiling"
 meson compile -C "$BUILD"
 echo "== testing"
