@@ -526,6 +526,7 @@ struct Issue {
   // recorded; null when the completion thread publishes the signals (`hostPublish`), when it
   // signals nothing, or when no event could be had then (it is attached after recording).
   Ref<StreamTimepoint> timepoint;
+  uint32_t hostCalls = 0;    // HostCall commands in it
   bool hostPublish = false;  // counted in QueueShared::hostPublished until published or failed
   bool urgent = false;       // see Record::urgent
   bool gated = false;        // it waits GPU-side for an imported semaphore
@@ -538,9 +539,15 @@ struct Issue {
 class IssueRing {
  public:
   IssueRing() : slots_(new Slot[kIssueRingCapacity]) {}
+  // Each side reads the other side's index only when its last reading says the ring is full
+  // (producer) or empty (consumer): a push or pop in the common case touches no line the other
+  // side writes but the slot.
   bool tryPush(Issue& e) {
     uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (tail - head_.load(std::memory_order_seq_cst) == kIssueRingCapacity) return false;
+    if (tail - headSeen_ == kIssueRingCapacity) {
+      headSeen_ = head_.load(std::memory_order_seq_cst);
+      if (tail - headSeen_ == kIssueRingCapacity) return false;
+    }
     slots_[tail % kIssueRingCapacity].e = std::move(e);
     // seq_cst: ordered before the producer's load of DeviceIssuer::idle (see post).
     tail_.store(tail + 1, std::memory_order_seq_cst);
@@ -548,7 +555,7 @@ class IssueRing {
   }
   bool tryPop(Issue* out) {
     uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head == tail_.load(std::memory_order_acquire)) return false;
+    if (!available(head)) return false;
     *out = std::move(slots_[head % kIssueRingCapacity].e);
     // seq_cst: ordered before the consumer's load of QueueShared::producerWaiting.
     head_.store(head + 1, std::memory_order_seq_cst);
@@ -560,14 +567,14 @@ class IssueRing {
   // Consumer: the oldest entry, left in place; null when empty.
   Issue* front() {
     uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head == tail_.load(std::memory_order_acquire)) return nullptr;
+    if (!available(head)) return nullptr;
     return &slots_[head % kIssueRingCapacity].e;
   }
   // Consumer: starts loading the next submission into this core's cache while the current one
   // is issued (it was written on the submitting thread's core).
   void prefetchNext() const {
     uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head == tail_.load(std::memory_order_acquire)) return;
+    if (head == tailSeen_) return;  // only what is known to be there
     const char* sub =
         reinterpret_cast<const char*>(slots_[head % kIssueRingCapacity].e.submission.get());
     for (int line = 0; line < 4; ++line) __builtin_prefetch(sub + 64 * line);
@@ -579,9 +586,18 @@ class IssueRing {
   struct alignas(64) Slot {
     Issue e;
   };
+  // Consumer: whether the slot at `head` is filled.
+  bool available(uint64_t head) {
+    if (head != tailSeen_) return true;
+    tailSeen_ = tail_.load(std::memory_order_acquire);
+    return head != tailSeen_;
+  }
+
   std::unique_ptr<Slot[]> slots_;
   alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t tailSeen_ = 0;  // consumer's last reading of tail_
   alignas(64) std::atomic<uint64_t> tail_{0};
+  uint64_t headSeen_ = 0;  // producers' last reading of head_ (under the core queue's lock)
 };
 
 // One issued submission, owned by the queue's completion thread until its event completes: the
@@ -593,6 +609,7 @@ struct Record {
   std::unique_ptr<core::Submission> submission;
   std::unique_ptr<HostCalls> hostCalls;
   Ref<StreamTimepoint> published;           // Issue::timepoint, until recorded or abandoned
+  uint32_t hostCallCount = 0;               // Issue::hostCalls
   bool hostPublish = false;                 // Issue::hostPublish
   bool signalsDone = false;                 // signals were failed at issue
   bool resumes = false;                     // suspension record
@@ -691,6 +708,21 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     stash.pop_back();
     Counters::add(kEventsTaken, 1);
     return Status();
+  }
+
+  // A mirrored semaphore forwards reached values to Vulkan: reach them promptly, unless the GPU
+  // signals its external counterpart itself.
+  bool promptReach(const core::Submission::Signal& s) const {
+    core::SemaphoreMirror* m = s.semaphore->mirror();
+    return m && !m->external(coreDevice->handle);
+  }
+
+  // A released submission's signals will not be published (it failed): gives up what its
+  // release planned, the timepoint published then and its count in hostPublished. Once per
+  // submission.
+  void dropRelease(Ref<StreamTimepoint>& published, bool hostPublish, const Status& why) {
+    abandon(published, why);
+    if (hostPublish) hostPublished.fetch_sub(1, std::memory_order_seq_cst);
   }
 
   // Hands a released submission to the issuing thread; the core queue's lock is held. A user
@@ -921,6 +953,7 @@ class Issuer {
     Record rec;
     rec.submission = std::move(e.submission);
     rec.published = std::move(e.timepoint);
+    rec.hostCallCount = e.hostCalls;
     rec.hostPublish = e.hostPublish;
     rec.urgent = e.urgent;
     rec.externalWaits = e.gated;
@@ -1047,8 +1080,7 @@ class Issuer {
     }
     if (!st.ok()) {
       fail(sub, st);
-      abandon(rec.published, st);
-      if (hostPublish) q_.hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+      q_.dropRelease(rec.published, hostPublish, st);
       rec.signalsDone = true;
     } else if (hostPublish) {
       // With host calls, the signals are NOT published as timepoints: a GPU-side waiter would
@@ -1066,21 +1098,12 @@ class Issuer {
       if (!sub.signals.empty()) Counters::add(kPublishedLate, 1);
       for (core::Submission::Signal& s : sub.signals) {
         s.semaphore->addTimepoint(s.value, rec.timepoint);
-        if (needsPromptReach(s)) rec.urgent = true;
+        if (q_.promptReach(s)) rec.urgent = true;
       }
     }
     q_.push(std::move(rec));
   }
 
- public:
-  // A mirrored semaphore forwards reached values to Vulkan: reach them promptly, unless the GPU
-  // signals its external counterpart itself.
-  bool needsPromptReach(const core::Submission::Signal& s) const {
-    core::SemaphoreMirror* m = s.semaphore->mirror();
-    return m && !m->external(q_.coreDevice->handle);
-  }
-
- private:
   // Signals, in stream order, the imported counterparts (native interop) of the submission's
   // signal semaphores that belong to this queue's device.
   Status signalExternals(core::Submission& sub) {
@@ -1187,16 +1210,10 @@ class Issuer {
       case core::Submission::Kind::Commands: break;
     }
 
-    if (!rec.hostCalls && rec.nextList == 0 && rec.nextCommand == 0) {
-      size_t hostCallCount = 0;
-      for (const Ref<core::CommandList>& list : sub.commandLists)
-        for (const core::Command& c : list->commands)
-          hostCallCount += c.kind == core::Command::Kind::HostCall;
-      if (hostCallCount) {
-        rec.hostCalls = std::make_unique<HostCalls>();
-        rec.hostCalls->calls.reserve(hostCallCount);
-        rec.hostCalls->queue = q_.weak_from_this();
-      }
+    if (!rec.hostCalls && rec.hostCallCount) {  // counted at release
+      rec.hostCalls = std::make_unique<HostCalls>();
+      rec.hostCalls->calls.reserve(rec.hostCallCount);
+      rec.hostCalls->queue = q_.weak_from_this();
     }
 
     while (const core::Command* next = current(rec)) {
@@ -1268,8 +1285,7 @@ class Issuer {
     } else {
       core::failSignals(*rec.submission, st);
     }
-    abandon(rec.published, st);
-    if (rec.hostPublish) q_.hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+    q_.dropRelease(rec.published, rec.hostPublish, st);
     q_.submissionsDone(1);
   }
 
@@ -1550,16 +1566,14 @@ class Completion {
       if (q_->continuation) {
         Record& c = *q_->continuation;
         core::failSignals(*c.submission, why);
-        abandon(c.published, why);
-        if (c.hostPublish) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+        q_->dropRelease(c.published, c.hostPublish, why);
         (void)c.hostCalls.release();
         q_->continuation.reset();
         ++submissions;
       }
       for (Issue& e : q_->deferred) {
         core::failSignals(*e.submission, why);
-        abandon(e.timepoint, why);
-        if (e.hostPublish) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+        q_->dropRelease(e.timepoint, e.hostPublish, why);
       }
       submissions += q_->deferred.size();
       q_->deferred.clear();
@@ -1793,7 +1807,10 @@ class StreamQueue final : public core::QueueImpl {
     q_->issued.fetch_add(1, std::memory_order_seq_cst);
     Issue e;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
-    e.hostPublish = q_->hostPublished.load(std::memory_order_seq_cst) != 0 || hasHostCalls(*sub);
+    for (const Ref<core::CommandList>& list : sub->commandLists)
+      for (const core::Command& c : list->commands)
+        e.hostCalls += c.kind == core::Command::Kind::HostCall;
+    e.hostPublish = e.hostCalls != 0 || q_->hostPublished.load(std::memory_order_seq_cst) != 0;
     if (e.hostPublish) {
       q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);
     } else if (!sub->signals.empty()) {
@@ -1802,10 +1819,9 @@ class StreamQueue final : public core::QueueImpl {
       if (q_->takeEvent(q_->publishStash, &event).ok()) {
         e.timepoint = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
             q_->device.get(), q_->waker.get(), q_->coreDevice, event, q_->stream, e.gated, false));
-        Issuer issuer(*q_);
         for (const core::Submission::Signal& s : sub->signals) {
           s.semaphore->addTimepoint(s.value, e.timepoint);
-          e.urgent |= issuer.needsPromptReach(s);
+          e.urgent |= q_->promptReach(s);
         }
       }
     }
@@ -1814,13 +1830,6 @@ class StreamQueue final : public core::QueueImpl {
   }
 
  private:
-  static bool hasHostCalls(const core::Submission& sub) {
-    for (const Ref<core::CommandList>& list : sub.commandLists)
-      for (const core::Command& c : list->commands)
-        if (c.kind == core::Command::Kind::HostCall) return true;
-    return false;
-  }
-
   std::shared_ptr<QueueShared> q_;
   std::thread thread_;  // completion
 };
