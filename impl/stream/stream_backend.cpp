@@ -149,8 +149,12 @@ constexpr uint64_t kLingerNs = 2'000'000;
 // Free events a queue takes from its device's pool at once (QueueShared::eventStash).
 constexpr size_t kEventStash = 16;
 // Records an issuing thread hands to its completion thread at once while it has more to issue
-// (QueueShared::push).
+// (QueueShared::push), and the longest it keeps fewer (IssueThread::serve); it hands over what
+// it has whenever it runs out of work. A hand-off takes the completion thread's inbox lock and
+// that thread then takes the records: handed over per submission, the inbox's cache lines
+// moved between the two threads at every submission.
 constexpr size_t kOutboxBatch = 16;
+constexpr uint64_t kOutboxMaxAgeNs = 20'000;
 // Driver operations (waits, commands, records) a queue may have on its stream before its
 // issuing thread stops issuing for it until some complete (QueueShared::overOpsLimit). The
 // driver blocks the enqueuing thread when a stream holds some thousands (DESIGN §4); below that,
@@ -440,6 +444,10 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   static constexpr uint32_t kUnrecorded = 0, kUnrecordedWaiters = 1, kRecorded = 2;
   DeviceShared* shared_;
   Waker* waker_;
+  // What the issuing thread reads and writes (event, stream, states) starts 64 bytes into the
+  // object, so on a cache line apart from the reference count, which the submitting and
+  // completion threads change with every Ref they take or drop (objects are 16-byte aligned).
+  char pad_[64 - sizeof(core::Timepoint) - 2 * sizeof(void*)];
   void* event_;
   void* stream_;
   const bool gated_;
@@ -526,78 +534,73 @@ struct Issue {
   // recorded; null when the completion thread publishes the signals (`hostPublish`), when it
   // signals nothing, or when no event could be had then (it is attached after recording).
   Ref<StreamTimepoint> timepoint;
-  uint32_t hostCalls = 0;    // HostCall commands in it
-  bool hostPublish = false;  // counted in QueueShared::hostPublished until published or failed
-  bool urgent = false;       // see Record::urgent
-  bool gated = false;        // it waits GPU-side for an imported semaphore
+  uint32_t hostCalls = 0;        // HostCall commands in it
+  bool hostPublish = false;      // counted in QueueShared::hostPublished until published or failed
+  bool urgent = false;           // see Record::urgent
+  bool gated = false;            // it waits GPU-side for an imported semaphore
+  bool externalSignals = false;  // it signals an imported semaphore of this device GPU-side
 };
 
 // The released submissions of one queue, in order: written under the core queue's lock (one
-// producer at a time), read by the device's issuing thread. A bounded ring of slots, each on
-// its own position so that producer and consumer touch different cache lines except the slot
-// handed over.
+// producer at a time), read by the device's issuing thread. A bounded ring of slots, each on its
+// own cache line with a sequence number that says whether it is filled: a push or a pop touches
+// the slot handed over and nothing the other side writes (with a shared tail index, an issuing
+// thread that kept up read the index's line from the submitting thread's core at every
+// hand-off). Slot i is free for position p when its number is p, filled when it is p + 1.
 class IssueRing {
  public:
-  IssueRing() : slots_(new Slot[kIssueRingCapacity]) {}
-  // Each side reads the other side's index only when its last reading says the ring is full
-  // (producer) or empty (consumer): a push or pop in the common case touches no line the other
-  // side writes but the slot.
+  IssueRing() : slots_(new Slot[kIssueRingCapacity]) {
+    for (uint64_t i = 0; i < kIssueRingCapacity; ++i)
+      slots_[i].seq.store(i, std::memory_order_relaxed);
+  }
+  // Producer. seq_cst stores and loads: each pairs with the other side's look at who sleeps
+  // (QueueShared::post and popIssue, DeviceIssuer::idle).
   bool tryPush(Issue& e) {
-    uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (tail - headSeen_ == kIssueRingCapacity) {
-      headSeen_ = head_.load(std::memory_order_seq_cst);
-      if (tail - headSeen_ == kIssueRingCapacity) return false;
-    }
-    slots_[tail % kIssueRingCapacity].e = std::move(e);
-    // seq_cst: ordered before the producer's load of DeviceIssuer::idle (see post).
-    tail_.store(tail + 1, std::memory_order_seq_cst);
+    Slot& slot = slots_[tail_ % kIssueRingCapacity];
+    if (slot.seq.load(std::memory_order_seq_cst) != tail_) return false;  // full
+    slot.e = std::move(e);
+    slot.seq.store(tail_ + 1, std::memory_order_seq_cst);
+    ++tail_;
     return true;
   }
+  // Consumer.
   bool tryPop(Issue* out) {
-    uint64_t head = head_.load(std::memory_order_relaxed);
-    if (!available(head)) return false;
-    *out = std::move(slots_[head % kIssueRingCapacity].e);
-    // seq_cst: ordered before the consumer's load of QueueShared::producerWaiting.
-    head_.store(head + 1, std::memory_order_seq_cst);
+    Issue* e = front();
+    if (!e) return false;
+    *out = std::move(*e);
+    slots_[head_ % kIssueRingCapacity].seq.store(head_ + kIssueRingCapacity,
+                                                 std::memory_order_seq_cst);
+    ++head_;
     return true;
   }
+  // Consumer.
   bool empty() const {
-    return head_.load(std::memory_order_seq_cst) == tail_.load(std::memory_order_seq_cst);
+    return slots_[head_ % kIssueRingCapacity].seq.load(std::memory_order_seq_cst) != head_ + 1;
   }
   // Consumer: the oldest entry, left in place; null when empty.
   Issue* front() {
-    uint64_t head = head_.load(std::memory_order_relaxed);
-    if (!available(head)) return nullptr;
-    return &slots_[head % kIssueRingCapacity].e;
+    Slot& slot = slots_[head_ % kIssueRingCapacity];
+    if (slot.seq.load(std::memory_order_acquire) != head_ + 1) return nullptr;
+    return &slot.e;
   }
-  // Consumer: starts loading the next submission into this core's cache while the current one
-  // is issued (it was written on the submitting thread's core).
+  // Consumer, after a pop: starts loading the next submission into this core's cache while the
+  // one popped is issued (it was written on the submitting thread's core).
   void prefetchNext() const {
-    uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head == tailSeen_) return;  // only what is known to be there
-    const char* sub =
-        reinterpret_cast<const char*>(slots_[head % kIssueRingCapacity].e.submission.get());
+    const Slot& slot = slots_[head_ % kIssueRingCapacity];
+    if (slot.seq.load(std::memory_order_acquire) != head_ + 1) return;  // only what is there
+    const char* sub = reinterpret_cast<const char*>(slot.e.submission.get());
     for (int line = 0; line < 4; ++line) __builtin_prefetch(sub + 64 * line);
   }
 
  private:
-  // A slot per cache line: the producer filling the next slot does not take the line of the
-  // slot the consumer reads.
   struct alignas(64) Slot {
+    std::atomic<uint64_t> seq;
     Issue e;
   };
-  // Consumer: whether the slot at `head` is filled.
-  bool available(uint64_t head) {
-    if (head != tailSeen_) return true;
-    tailSeen_ = tail_.load(std::memory_order_acquire);
-    return head != tailSeen_;
-  }
 
   std::unique_ptr<Slot[]> slots_;
-  alignas(64) std::atomic<uint64_t> head_{0};
-  uint64_t tailSeen_ = 0;  // consumer's last reading of tail_
-  alignas(64) std::atomic<uint64_t> tail_{0};
-  uint64_t headSeen_ = 0;  // producers' last reading of head_ (under the core queue's lock)
+  alignas(64) uint64_t head_ = 0;  // consumer's next position
+  alignas(64) uint64_t tail_ = 0;  // producer's next position (under the core queue's lock)
 };
 
 // One issued submission, owned by the queue's completion thread until its event completes: the
@@ -616,6 +619,7 @@ struct Record {
   bool hostPublished = false;               // signals reached by the completion thread only
   bool urgent = false;                      // someone needs its completion seen promptly
   bool externalWaits = false;               // it waited GPU-side for an imported semaphore
+  bool externalSignals = false;             // Issue::externalSignals
   std::vector<core::Allocation> freeAfter;  // dealloca of memory without a stream-ordered free
   size_t nextList = 0, nextCommand = 0;     // where enqueueing continues after a suspension
   uint64_t seq = 0;                         // QueueShared::pushed when it was pushed
@@ -665,9 +669,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     record.seq = ++pushed;
     opsIssued += record.ops;
     const bool now = record.urgent;
+    if (outbox.empty()) outboxSince = core::nowNs();
     outbox.push_back(std::move(record));
-    // Handed over in batches while the issuing thread has more to issue: one lock and one wake
-    // check per batch. A batch waits at most kOutboxBatch issues; urgent records go at once.
+    // Handed over in batches: one lock and one wake check per batch. A batch waits at most
+    // kOutboxBatch issues or kOutboxMaxAgeNs (IssueThread::serve); urgent records go at once.
     if (now || outbox.size() >= kOutboxBatch) flushOutbox();
   }
 
@@ -796,10 +801,15 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // with kMaxOpsInFlight of them, so that a full stream never blocks it in the driver, which
   // would stop the device's other queues too.
   bool overOpsLimit() {
-    if (opsIssued - opsDone.load(std::memory_order_seq_cst) < kMaxOpsInFlight) return false;
+    // The completion thread's count is read only when the last reading says the limit is near:
+    // its cache line moves with every batch that thread finishes.
+    if (opsIssued - opsDoneSeen < kMaxOpsInFlight) return false;
+    opsDoneSeen = opsDone.load(std::memory_order_seq_cst);
+    if (opsIssued - opsDoneSeen < kMaxOpsInFlight) return false;
     throttled.store(true, std::memory_order_seq_cst);
     // Ordered against the completion thread's update of opsDone and its look at `throttled`.
-    if (opsIssued - opsDone.load(std::memory_order_seq_cst) < kMaxOpsInFlight) {
+    opsDoneSeen = opsDone.load(std::memory_order_seq_cst);
+    if (opsIssued - opsDoneSeen < kMaxOpsInFlight) {
       throttled.store(false, std::memory_order_relaxed);
       return false;
     }
@@ -880,11 +890,13 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Written by the issuing thread.
   alignas(64) std::deque<Issue> behind;  // taken from overflow
   uint64_t opsIssued = 0;                // driver operations enqueued (see overOpsLimit)
+  uint64_t opsDoneSeen = 0;              // the last reading of opsDone
   // Held by the issuing thread while it enqueues; orders that with the completion thread's
   // look at the stream (sleepOnOldest) and its failAll.
   core::Mutex issueMutex;
   uint64_t pushed = 0;         // records pushed so far (issueMutex)
   std::vector<Record> outbox;  // pushed, not yet handed to the completion thread (issueMutex)
+  uint64_t outboxSince = 0;    // when its oldest record was pushed
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
@@ -957,6 +969,7 @@ class Issuer {
     rec.hostPublish = e.hostPublish;
     rec.urgent = e.urgent;
     rec.externalWaits = e.gated;
+    rec.externalSignals = e.externalSignals;
     if (q_.coreDevice->lost()) {
       failUnrecorded(rec, q_.coreDevice->lostStatus());
       return;
@@ -1060,7 +1073,7 @@ class Issuer {
     // record: when the event completes, the OS semaphore already has the value, so forwarding
     // it from the host (the mirror's onReached, after reach()) finds nothing left to do.
     const bool hostPublish = rec.hostPublish;
-    if (st.ok() && !hostPublish) st = signalExternals(sub);
+    if (st.ok() && !hostPublish && rec.externalSignals) st = signalExternals(sub);
     rec.ops += 1 + static_cast<uint32_t>(sub.signals.size());  // the record (and signals)
     Status rs;
     const bool atRelease = st.ok() && rec.published;  // its timepoint is already published
@@ -1623,6 +1636,13 @@ class IssueThread {
         idleSince = 0;
         continue;
       }
+      // Out of work: hand every record over before polling or sleeping. The outboxes are
+      // written by this thread only.
+      for (const std::shared_ptr<QueueShared>& q : queues) {
+        if (q->outbox.empty()) continue;
+        std::lock_guard<core::Mutex> lock(q->issueMutex);
+        q->flushOutbox();
+      }
       if (issuer_->stop.load(std::memory_order_acquire) && queues.empty()) return;
       // Poll a while, then sleep until a post, a resume request, room on a stream, or a queue's
       // end wakes it; a signal of another device is polled for.
@@ -1685,10 +1705,14 @@ class IssueThread {
         issued = true;
       }
       q.suspended.store(q.continuation || !q.deferred.empty(), std::memory_order_release);
-      if (issued) {
-        q.flushOutbox();
-        *worked = true;
-      }
+      if (issued) *worked = true;
+    }
+    // Records go to the completion thread in batches (kOutboxBatch), at the latest after
+    // kOutboxMaxAgeNs (also while other queues keep this thread busy), and all of them when this
+    // thread runs out of work (run). The outbox is written by this thread only.
+    if (!q.outbox.empty() && core::nowNs() - q.outboxSince >= kOutboxMaxAgeNs) {
+      std::lock_guard<core::Mutex> lock(q.issueMutex);
+      q.flushOutbox();
     }
     if (q.stop.load(std::memory_order_acquire) && !q.drained.load(std::memory_order_relaxed) &&
         finished(q)) {
@@ -1701,6 +1725,7 @@ class IssueThread {
   // resume it) and nothing deferred or posted.
   static bool finished(QueueShared& q) {
     std::lock_guard<core::Mutex> lock(q.issueMutex);
+    q.flushOutbox();
     return !q.continuation && q.deferred.empty() && !q.issueWork();
   }
 
@@ -1811,6 +1836,11 @@ class StreamQueue final : public core::QueueImpl {
       for (const core::Command& c : list->commands)
         e.hostCalls += c.kind == core::Command::Kind::HostCall;
     e.hostPublish = e.hostCalls != 0 || q_->hostPublished.load(std::memory_order_seq_cst) != 0;
+    // Decided here, where the semaphores are in this thread's cache, so that the issuing thread
+    // looks at them only when it has to signal one.
+    for (const core::Submission::Signal& s : sub->signals)
+      if (core::SemaphoreMirror* m = s.semaphore->mirror())
+        e.externalSignals |= m->external(q_->coreDevice->handle) != nullptr;
     if (e.hostPublish) {
       q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);
     } else if (!sub->signals.empty()) {
