@@ -94,6 +94,11 @@ class ContextScope {
       }
     }
   }
+  // For the thread that keeps `context` current (a stream queue's issuing thread, which makes it
+  // current when it starts and after every native callback): no driver call here.
+  enum Current { kCurrent };
+  ContextScope(const DriverTable& driver, void* context, Current) noexcept
+      : driver_(driver), context_(context) {}
   ~ContextScope() {
     if (restore_) (void)driver_.setCurrent(previous_);
   }
