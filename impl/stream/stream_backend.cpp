@@ -1718,9 +1718,11 @@ class IssueThread {
       if (issued) *worked = true;
     }
     // Records go to the completion thread in batches (kOutboxBatch), at the latest after
-    // kOutboxMaxAgeNs (also while other queues keep this thread busy), and all of them when this
-    // thread runs out of work (run). The outbox is written by this thread only.
-    if (!q.outbox.empty() && passNow() - q.outboxSince >= kOutboxMaxAgeNs) {
+    // kOutboxMaxAgeNs (also while other queues keep this thread busy), at once while a host
+    // thread sleeps until that thread observes a completion (it may need one of them), and all
+    // of them when this thread runs out of work (run). The outbox is written by this thread only.
+    if (!q.outbox.empty() && (q.waker->sleepers.load(std::memory_order_relaxed) != 0 ||
+                              passNow() - q.outboxSince >= kOutboxMaxAgeNs)) {
       std::lock_guard<core::Mutex> lock(q.issueMutex);
       q.flushOutbox();
     }
