@@ -8,7 +8,9 @@
 //   parts       the submit row taken apart: no wait or signal, a signal, a wait, both
 //   ping-pong   GPU time per cross-queue round trip through two semaphores, vs an event
 //               ping-pong between two streams (all submitted behind a 2 ms kernel, timed on the
-//               GPU with timing events recorded from native callbacks)
+//               GPU with timing events recorded from native callbacks); and live, submitted
+//               while the GPU runs, vs the raw loop on this thread and vs the same raw calls
+//               made by a second thread (the floor of issuing on a thread of its own)
 //   wbs edge    wait-before-signal hand-off: consumer submitted before its producer; GPU time
 //               from the producer's work to the consumer's, vs a raw event edge. Also whether the
 //               consumer was issued before the producer's work ran (no host round trip)
@@ -484,6 +486,42 @@ void benchSubmitParts() {
 
 // ---- 2. cross-queue ping-pong -----------------------------------------------------------------
 
+// The raw live ping-pong with its driver calls made by a second thread, to which this thread
+// hands each round through a ring of slots: the floor of any design that issues on a thread of
+// its own (baton's device issuing thread), with no bookkeeping at all. Returns the wall time
+// in ns from the first hand-off until the last event completed.
+double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb) {
+  struct alignas(64) Slot {
+    std::atomic<int> round{-1};
+  };
+  static Slot slots[64];
+  for (Slot& slot : slots) slot.round.store(-1, std::memory_order_relaxed);
+  const int n = static_cast<int>(la.size());
+  auto t0 = Clock::now();
+  std::thread issuer([&] {
+    CU_OK(cu->cuCtxSetCurrent(env.ctx));
+    for (int i = 0; i < n; ++i) {
+      Slot& slot = slots[i % 64];
+      while (slot.round.load(std::memory_order_acquire) != i) {
+      }
+      if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], lb[i - 1], 0));
+      CU_OK(cu->cuEventRecord(la[i], env.raw[0]));
+      CU_OK(cu->cuStreamWaitEvent(env.raw[1], la[i], 0));
+      CU_OK(cu->cuEventRecord(lb[i], env.raw[1]));
+      slot.round.store(-1, std::memory_order_release);
+    }
+  });
+  for (int i = 0; i < n; ++i) {
+    Slot& slot = slots[i % 64];
+    while (slot.round.load(std::memory_order_acquire) != -1) {
+    }
+    slot.round.store(i, std::memory_order_release);
+  }
+  issuer.join();
+  CU_OK(cu->cuEventSynchronize(lb[n - 1]));
+  return nsSince(t0);
+}
+
 void benchPingPong() {
   const int kRounds = 100, kReps = iters(20);
   SpinArg hold{2'000'000};  // 2 ms: longer than submitting the rounds takes
@@ -530,7 +568,7 @@ void benchPingPong() {
   const int kLive = 1000;
   ours.clear();
   raw.clear();
-  std::vector<double> ratios;
+  std::vector<double> ratios, handoff;
   double cpuOurs = 0, cpuRaw = 0;  // CPU time of the whole process (baton: with its threads)
   for (int rep = 0; rep < kReps; ++rep) {
     double c0 = cpuSeconds();
@@ -557,6 +595,7 @@ void benchPingPong() {
     raw.push_back(nsSince(t0) / 1e3 / kLive);
     cpuRaw += cpuSeconds() - c0;
     ratios.push_back(ours.back() / raw.back());
+    handoff.push_back(rawHandoff(la, lb) / 1e3 / kLive);
     for (auto e : la) CU_OK(cu->cuEventDestroy(e));
     for (auto e : lb) CU_OK(cu->cuEventDestroy(e));
   }
@@ -565,6 +604,8 @@ void benchPingPong() {
                 "(submitted while running: 2 submits per round trip; paired ratio %.2fx)",
                 median(ratios));
   row("ping-pong, per round trip (live)", median(ours), median(raw), "us", note);
+  row("  raw, calls made by a 2nd thread", median(handoff), median(raw), "us",
+      "(raw vs raw: the same calls handed over a round at a time, as to an issuing thread)");
   const double rounds = static_cast<double>(kReps) * kLive;
   row("  CPU time per live round trip", cpuOurs * 1e6 / rounds, cpuRaw * 1e6 / rounds, "us",
       "(process: baton counts its completion threads too)");
