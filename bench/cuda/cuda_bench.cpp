@@ -486,6 +486,15 @@ void benchSubmitParts() {
 
 // ---- 2. cross-queue ping-pong -----------------------------------------------------------------
 
+// Round i of the raw event ping-pong between the two raw streams: stream 0 waits for round
+// i-1's event of stream 1 and records a[i]; stream 1 waits for that and records b[i].
+void rawRound(const std::vector<CUevent>& a, const std::vector<CUevent>& b, int i) {
+  if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], b[i - 1], 0));
+  CU_OK(cu->cuEventRecord(a[i], env.raw[0]));
+  CU_OK(cu->cuStreamWaitEvent(env.raw[1], a[i], 0));
+  CU_OK(cu->cuEventRecord(b[i], env.raw[1]));
+}
+
 // The raw live ping-pong with its driver calls made by a second thread, to which this thread
 // hands each round through a ring of slots: the floor of any design that issues on a thread of
 // its own (baton's device issuing thread), with no bookkeeping at all. Returns the wall time
@@ -504,10 +513,7 @@ double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb
       Slot& slot = slots[i % 64];
       while (slot.round.load(std::memory_order_acquire) != i) {
       }
-      if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], lb[i - 1], 0));
-      CU_OK(cu->cuEventRecord(la[i], env.raw[0]));
-      CU_OK(cu->cuStreamWaitEvent(env.raw[1], la[i], 0));
-      CU_OK(cu->cuEventRecord(lb[i], env.raw[1]));
+      rawRound(la, lb, i);
       slot.round.store(-1, std::memory_order_release);
     }
   });
@@ -550,12 +556,7 @@ void benchPingPong() {
 
     CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
     CU_OK(cu->cuEventRecord(start.event, env.raw[0]));
-    for (int i = 0; i < kRounds; ++i) {
-      if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], eb[i - 1], 0));
-      CU_OK(cu->cuEventRecord(ea[i], env.raw[0]));
-      CU_OK(cu->cuStreamWaitEvent(env.raw[1], ea[i], 0));
-      CU_OK(cu->cuEventRecord(eb[i], env.raw[1]));
-    }
+    for (int i = 0; i < kRounds; ++i) rawRound(ea, eb, i);
     CU_OK(cu->cuEventRecord(end.event, env.raw[1]));
     CU_OK(cu->cuEventSynchronize(end.event));
     raw.push_back(elapsedUs(start.event, end.event) / kRounds);
@@ -585,12 +586,7 @@ void benchPingPong() {
     for (auto& e : lb) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
     c0 = cpuSeconds();
     t0 = Clock::now();
-    for (int i = 0; i < kLive; ++i) {
-      if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], lb[i - 1], 0));
-      CU_OK(cu->cuEventRecord(la[i], env.raw[0]));
-      CU_OK(cu->cuStreamWaitEvent(env.raw[1], la[i], 0));
-      CU_OK(cu->cuEventRecord(lb[i], env.raw[1]));
-    }
+    for (int i = 0; i < kLive; ++i) rawRound(la, lb, i);
     CU_OK(cu->cuEventSynchronize(lb[kLive - 1]));
     raw.push_back(nsSince(t0) / 1e3 / kLive);
     cpuRaw += cpuSeconds() - c0;

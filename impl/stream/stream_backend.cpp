@@ -1856,10 +1856,15 @@ class StreamQueue final : public core::QueueImpl {
         e.hostCalls += c.kind == core::Command::Kind::HostCall;
     e.hostPublish = e.hostCalls != 0 || q_->hostPublished.load(std::memory_order_seq_cst) != 0;
     // Decided here, where the semaphores are in this thread's cache, so that the issuing thread
-    // looks at them only when it has to signal one.
+    // looks at them only when it has to signal one: which signals it makes GPU-side (imported
+    // semaphores), and whether a mirror needs the values reached promptly (promptReach).
+    bool prompt = false;
     for (const core::Submission::Signal& s : sub->signals)
-      if (core::SemaphoreMirror* m = s.semaphore->mirror())
-        e.externalSignals |= m->external(q_->coreDevice->handle) != nullptr;
+      if (core::SemaphoreMirror* m = s.semaphore->mirror()) {
+        const bool external = m->external(q_->coreDevice->handle) != nullptr;
+        e.externalSignals |= external;
+        prompt |= !external;
+      }
     if (e.hostPublish) {
       q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);
     } else if (!sub->signals.empty()) {
@@ -1868,10 +1873,9 @@ class StreamQueue final : public core::QueueImpl {
       if (q_->takeEvent(q_->publishStash, &event).ok()) {
         e.timepoint = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
             q_->device.get(), q_->waker.get(), q_->coreDevice, event, q_->stream, e.gated, false));
-        for (const core::Submission::Signal& s : sub->signals) {
+        for (const core::Submission::Signal& s : sub->signals)
           s.semaphore->addTimepoint(s.value, e.timepoint);
-          e.urgent |= q_->promptReach(s);
-        }
+        e.urgent = prompt;
       }
     }
     e.submission = std::move(sub);
