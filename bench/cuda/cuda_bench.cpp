@@ -255,6 +255,16 @@ void setup() {
   closeGate();
 }
 
+// `n` raw events made with `flags`, and their end.
+std::vector<CUevent> makeEvents(size_t n, unsigned flags = CU_EVENT_DISABLE_TIMING) {
+  std::vector<CUevent> events(n);
+  for (CUevent& e : events) CU_OK(cu->cuEventCreate(&e, flags));
+  return events;
+}
+void destroyEvents(const std::vector<CUevent>& events) {
+  for (CUevent e : events) CU_OK(cu->cuEventDestroy(e));
+}
+
 // ---- 1. submit cost -------------------------------------------------------------------------
 
 void benchSubmit() {
@@ -263,17 +273,14 @@ void benchSubmit() {
   baton::Semaphore s = semaphore("submit-s"), t = semaphore("submit-t");
   baton::CommandBuffer busy = commands({{spinNative, &hold}});
   uint64_t sv = 0, tv = 0;
-  std::vector<CUevent> rawEvents(kBatch);
-  std::vector<CUevent> rawBlocking(kBatch);
-  for (auto& e : rawEvents) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-  for (auto& e : rawBlocking)
-    CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC));
+  std::vector<CUevent> rawEvents = makeEvents(kBatch);
+  std::vector<CUevent> rawBlocking =
+      makeEvents(kBatch, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
   CUevent busyEvent;
   CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
   // Raw again, with each event queried by another thread after it completed, as a completion
   // thread does: what that costs the next record of the event is part of baton's figure.
-  std::vector<CUevent> rawQueried(kBatch);
-  for (auto& e : rawQueried) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  std::vector<CUevent> rawQueried = makeEvents(kBatch);
   std::vector<double> ours, enqueued, raw, rawBlock, rawForeign, ratios, enqueuedRatios;
   int late = 0;
   for (int rep = 0; rep < kReps; ++rep) {
@@ -378,9 +385,8 @@ void benchSubmit() {
       "(raw vs raw: cost of CU_EVENT_BLOCKING_SYNC)");
   row("  raw, events queried by a 2nd thread", median(rawForeign) / 1e3, median(raw) / 1e3, "us",
       "(raw vs raw: each event was last queried by another thread)");
-  for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
-  for (auto e : rawBlocking) CU_OK(cu->cuEventDestroy(e));
-  for (auto e : rawQueried) CU_OK(cu->cuEventDestroy(e));
+  for (const std::vector<CUevent>* events : {&rawEvents, &rawBlocking, &rawQueried})
+    destroyEvents(*events);
   CU_OK(cu->cuEventDestroy(busyEvent));
 }
 
@@ -398,8 +404,7 @@ void benchSubmitParts() {
   baton::Semaphore s = semaphore("parts-s"), t = semaphore("parts-t");
   baton::CommandBuffer busy = commands({{spinNative, &hold}});
   uint64_t sv = 0, tv = 0;
-  std::vector<CUevent> rawEvents(kBatch);
-  for (auto& e : rawEvents) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  std::vector<CUevent> rawEvents = makeEvents(kBatch);
   CUevent busyEvent;
   CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
   enum { kNothing, kSignal, kWait, kBoth, kVariants };
@@ -480,7 +485,7 @@ void benchSubmitParts() {
       "%-34s %12s %12.3f %9s  us   (baton asks for the current context once per "
       "submit)\n",
       "  raw: cuCtxGetCurrent", "-", median(rawCurrent) / 1e3, "-");
-  for (auto e : rawEvents) CU_OK(cu->cuEventDestroy(e));
+  destroyEvents(rawEvents);
   CU_OK(cu->cuEventDestroy(busyEvent));
 }
 
@@ -537,9 +542,7 @@ void benchPingPong() {
   end.event = timingEvent();
   baton::CommandBuffer first = commands({{spinNative, &hold}, {recordNative, &start}});
   baton::CommandBuffer last = commands({{recordNative, &end}});
-  std::vector<CUevent> ea(kRounds), eb(kRounds);
-  for (auto& e : ea) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-  for (auto& e : eb) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  std::vector<CUevent> ea = makeEvents(kRounds), eb = makeEvents(kRounds);
   uint64_t sv = 0, tv = 0;
   std::vector<double> ours, raw;
   for (int rep = 0; rep < kReps; ++rep) {
@@ -581,9 +584,7 @@ void benchPingPong() {
     BATON_OK(t.wait(tv, UINT64_MAX));
     ours.push_back(nsSince(t0) / 1e3 / kLive);
     cpuOurs += cpuSeconds() - c0;
-    std::vector<CUevent> la(kLive), lb(kLive);
-    for (auto& e : la) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
-    for (auto& e : lb) CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    std::vector<CUevent> la = makeEvents(kLive), lb = makeEvents(kLive);
     c0 = cpuSeconds();
     t0 = Clock::now();
     for (int i = 0; i < kLive; ++i) rawRound(la, lb, i);
@@ -592,8 +593,8 @@ void benchPingPong() {
     cpuRaw += cpuSeconds() - c0;
     ratios.push_back(ours.back() / raw.back());
     handoff.push_back(rawHandoff(la, lb) / 1e3 / kLive);
-    for (auto e : la) CU_OK(cu->cuEventDestroy(e));
-    for (auto e : lb) CU_OK(cu->cuEventDestroy(e));
+    destroyEvents(la);
+    destroyEvents(lb);
   }
   char note[112];
   std::snprintf(note, sizeof note,
@@ -605,8 +606,8 @@ void benchPingPong() {
   const double rounds = static_cast<double>(kReps) * kLive;
   row("  CPU time per live round trip", cpuOurs * 1e6 / rounds, cpuRaw * 1e6 / rounds, "us",
       "(process: baton counts its completion threads too)");
-  for (auto e : ea) CU_OK(cu->cuEventDestroy(e));
-  for (auto e : eb) CU_OK(cu->cuEventDestroy(e));
+  destroyEvents(ea);
+  destroyEvents(eb);
 }
 
 // ---- 3. wait-before-signal edge -------------------------------------------------------------
