@@ -1,14 +1,16 @@
-// A sampling profiler for one thread, for machines without perf (the GPU test machine has no
-// hardware counters in its VM): a POSIX timer on the calling thread's CPU clock delivers SIGPROF,
-// whose handler records the interrupted instruction address. stop() writes the process's memory
-// map and the addresses to a file that bench/symbolize.py turns into a table of functions and
-// source lines (addr2line). Used by submit_micro (SAMPLE=<file>).
+// A sampling profiler for one thread (the calling one, or one found by name), for machines without
+// perf (the GPU test machine has no hardware counters in its VM): a POSIX timer on the calling
+// thread's CPU clock delivers SIGPROF, whose handler records the interrupted instruction address
+// and the word at the stack pointer (in a leaf function, its return address). stop() writes the
+// process's memory map and the addresses to a file that bench/symbolize.py turns into a table of
+// functions and source lines (addr2line). Used by submit_micro (SAMPLE=<file>).
 //
 // Samples arrive at the kernel's timer granularity of the thread's CPU time (a few ms), so runs
 // of several seconds are needed. Not thread safe: one sampler per process, started and stopped by
-// the sampled thread.
+// one thread.
 #pragma once
 
+#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -18,11 +20,16 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace sampler {
 
 inline constexpr size_t kMaxSamples = 1 << 20;
 inline uintptr_t gPcs[kMaxSamples];
+// The word at the stack pointer: in a leaf function (a libc syscall wrapper such as sched_yield,
+// or a lock's slow path) it is the return address, which tells who called it.
+inline uintptr_t gTops[kMaxSamples];
 inline volatile size_t gCount = 0;
 inline timer_t gTimer;
 inline bool gStarted = false;
@@ -31,26 +38,27 @@ inline void onSignal(int, siginfo_t*, void* context) {
   size_t n = gCount;
   if (n < kMaxSamples) {
 #if defined(__x86_64__)
-    gPcs[n] = static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP];
+    const auto& regs = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
+    gPcs[n] = regs[REG_RIP];
+    gTops[n] = *reinterpret_cast<const uintptr_t*>(regs[REG_RSP]);
 #elif defined(__aarch64__)
     gPcs[n] = static_cast<ucontext_t*>(context)->uc_mcontext.pc;
+    gTops[n] = static_cast<ucontext_t*>(context)->uc_mcontext.regs[30];  // link register
 #endif
     gCount = n + 1;
   }
 }
 
-// Starts sampling the calling thread every `intervalNs` of its CPU time.
-inline bool start(long intervalNs = 20'000) {
+// Starts sampling thread `tid` every `intervalNs` of its CPU time, on `clock` (its CPU clock).
+inline bool startOn(pid_t tid, clockid_t clock, long intervalNs) {
   struct sigaction sa {};
   sa.sa_sigaction = onSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigaction(SIGPROF, &sa, nullptr);
-  clockid_t clock;
-  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return false;
   sigevent ev{};
   ev.sigev_notify = SIGEV_THREAD_ID;
   ev.sigev_signo = SIGPROF;
-  ev._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));
+  ev._sigev_un._tid = tid;
   if (timer_create(clock, &ev, &gTimer) != 0) return false;
   itimerspec its{};
   its.it_interval.tv_nsec = intervalNs;
@@ -60,8 +68,40 @@ inline bool start(long intervalNs = 20'000) {
   return gStarted;
 }
 
-// Stops sampling and writes "M <maps line>" and "P <hex address>" lines to `path`; nothing when
-// start() failed.
+// Starts sampling the calling thread every `intervalNs` of its CPU time.
+inline bool start(long intervalNs = 20'000) {
+  clockid_t clock;
+  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return false;
+  return startOn(static_cast<pid_t>(syscall(SYS_gettid)), clock, intervalNs);
+}
+
+// Starts sampling the first thread of this process named `name` (pthread_setname_np; baton's
+// issuing thread is "baton-issue"), on its CPU clock. Linux: the clock id of another thread's
+// CPU time is made from its thread id, as the kernel defines it (CPUCLOCK_SCHED, per thread).
+inline bool startNamed(const char* name, long intervalNs = 20'000) {
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return false;
+  pid_t tid = 0;
+  while (dirent* entry = readdir(dir)) {
+    char path[300], comm[32] = {};
+    std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (!f) continue;
+    if (std::fgets(comm, sizeof comm, f)) comm[std::strcspn(comm, "\n")] = 0;
+    std::fclose(f);
+    if (std::strcmp(comm, name) == 0) {
+      tid = static_cast<pid_t>(std::atoi(entry->d_name));
+      break;
+    }
+  }
+  closedir(dir);
+  if (tid == 0) return false;
+  const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 4 | 2);
+  return startOn(tid, clock, intervalNs);
+}
+
+// Stops sampling and writes "M <maps line>" and "P <hex address> <hex stack word>" lines to `path`;
+// nothing when start() failed.
 inline void stop(const char* path) {
   if (!gStarted) return;
   gStarted = false;
@@ -76,7 +116,8 @@ inline void stop(const char* path) {
     std::fclose(maps);
   }
   for (size_t i = 0; i < gCount; ++i)
-    std::fprintf(out, "P %lx\n", static_cast<unsigned long>(gPcs[i]));
+    std::fprintf(out, "P %lx %lx\n", static_cast<unsigned long>(gPcs[i]),
+                 static_cast<unsigned long>(gTops[i]));
   std::fclose(out);
   std::printf("sampler: %zu samples written to %s\n", static_cast<size_t>(gCount), path);
 }

@@ -19,14 +19,19 @@
 //             a recorded, maybe unreached signal (GPU-side wait); two submits per step
 //   pingpong  the live cross-queue ping-pong of bench/cuda (benchPingPong): queue 0 waits for
 //             queue 1's last signal and signals s, queue 1 waits for s and signals t
+//   live      pingpong timed end to end (1000 round trips, then a host wait for the last
+//             signal): the pace of the slower of the submitting and the issuing thread
+//   raw       (cuda) live's raw driver calls on this thread, no baton: bench/cuda's raw event
+//             ping-pong, printed per pair of calls (one submission's worth)
 //
 // It also prints the CPU time of the whole process (its queues' threads included) per submission.
-// SAMPLE=<file> profiles the submitting thread with bench/sampler.hpp (no perf needed); summarize
+// SAMPLE=<file> profiles the submitting thread with bench/sampler.hpp (no perf needed), or with
+// SAMPLE_THREAD=baton-issue the device's issuing thread; summarize
 // the file with bench/symbolize.py on the same machine. E.g. on the GPU test machine:
 //   SAMPLE=/tmp/p.txt build/bench/submit_micro cuda pingpong 3000000
 //   bench/symbolize.py /tmp/p.txt 40
 //
-// Usage: submit_micro <host|cuda> <reached|covered|pingpong> [submits, default 200000]
+// Usage: submit_micro <host|cuda> <reached|covered|pingpong|live|raw> [submits, default 200000]
 #include <dlfcn.h>
 #include <sys/resource.h>
 
@@ -84,11 +89,55 @@ void makePrimaryContextCurrent() {
     (void)setCurrent(context);  // retained for the life of the process
 }
 
+// The raw CUDA counterpart of the `live` scenario, for profiling the driver's own share: the
+// event ping-pong of bench/cuda (rawRound) on two non-blocking streams, in rounds of 1000 round
+// trips, each until the host sees the last event. Returns the ns per driver-call pair (the raw
+// cost of one submission), or a negative value without a driver.
+double rawLive(long submits) {
+  const char* path = std::getenv("BATON_CUDA_DRIVER");
+  void* lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return -1;
+  using StreamCreate = int (*)(void**, unsigned);
+  using EventCreate = int (*)(void**, unsigned);
+  using EventRecord = int (*)(void*, void*);
+  using StreamWait = int (*)(void*, void*, unsigned);
+  using EventSync = int (*)(void*);
+  auto streamCreate = reinterpret_cast<StreamCreate>(dlsym(lib, "cuStreamCreate"));
+  auto eventCreate = reinterpret_cast<EventCreate>(dlsym(lib, "cuEventCreate"));
+  auto record = reinterpret_cast<EventRecord>(dlsym(lib, "cuEventRecord"));
+  auto wait = reinterpret_cast<StreamWait>(dlsym(lib, "cuStreamWaitEvent"));
+  auto sync = reinterpret_cast<EventSync>(dlsym(lib, "cuEventSynchronize"));
+  if (!streamCreate || !eventCreate || !record || !wait || !sync) return -1;
+  constexpr int kRounds = 1000;
+  void* streams[2];
+  for (void*& st : streams)
+    if (streamCreate(&st, 1 /* CU_STREAM_NON_BLOCKING */) != 0) return -1;
+  std::vector<void*> a(kRounds), b(kRounds);
+  for (int i = 0; i < kRounds; ++i)
+    if (eventCreate(&a[i], 2 /* CU_EVENT_DISABLE_TIMING */) != 0 || eventCreate(&b[i], 2) != 0)
+      return -1;
+  long done = 0;
+  double ns = 0;
+  while (done < submits) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRounds; ++i, done += 2) {
+      if (i) wait(streams[0], b[i - 1], 0);
+      record(a[i], streams[0]);
+      wait(streams[1], a[i], 0);
+      record(b[i], streams[1]);
+    }
+    sync(b[kRounds - 1]);
+    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return ns / static_cast<double>(done);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <host|cuda> <reached|covered|pingpong> [submits]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s <host|cuda> <reached|covered|pingpong|live|raw> [submits]\n",
+                 argv[0]);
     return 2;
   }
   const baton::BackendKind kind =
@@ -96,6 +145,17 @@ int main(int argc, char** argv) {
   const std::string scenario = argv[2];
   const long submits = argc > 3 ? std::atol(argv[3]) : 200000;
   if (kind == baton::BackendKind::Cuda) makePrimaryContextCurrent();
+  if (scenario == "raw") {
+    if (std::getenv("SAMPLE") && !sampler::start()) std::fprintf(stderr, "sampler: no timer\n");
+    const double ns = rawLive(submits);
+    if (std::getenv("SAMPLE")) sampler::stop(std::getenv("SAMPLE"));
+    if (ns < 0) {
+      std::fprintf(stderr, "raw: no CUDA driver\n");
+      return 1;
+    }
+    std::printf("cuda raw: %ld driver-call pairs, %.1f ns per pair\n", submits, ns);
+    return 0;
+  }
 
   baton::UniqueInstance instance;
   CHECK(baton::createInstance(baton::InstanceCreateInfo{}, instance.put()));
@@ -135,7 +195,12 @@ int main(int argc, char** argv) {
       CHECK(device->waitIdle());
     }
   };
-  if (std::getenv("SAMPLE") && !sampler::start()) std::fprintf(stderr, "sampler: no timer\n");
+  // SAMPLE_THREAD=<name>: sample that thread instead (e.g. baton-issue, made with the device).
+  if (std::getenv("SAMPLE")) {
+    const char* name = std::getenv("SAMPLE_THREAD");
+    if (!(name ? sampler::startNamed(name) : sampler::start()))
+      std::fprintf(stderr, "sampler: no timer\n");
+  }
   if (scenario == "reached") {
     CHECK(s->signal(1));
     signalS.value = waitS.value = 1;
@@ -163,6 +228,23 @@ int main(int argc, char** argv) {
       CHECK(q1.submit(waitSsignalT));
       return 2;
     });
+  } else if (scenario == "live") {
+    // As pingpong, but timed end to end in rounds of 1000 round trips, each until the host sees
+    // the last signal, with no waitIdle between batches: the issuing thread's pace, as in
+    // bench/cuda's live ping-pong.
+    while (done < submits) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (long i = 0; i < 1000 && done < submits; ++i, done += 2) {
+        waitT.value = signalT.value;
+        ++signalS.value;
+        CHECK(q0.submit(waitTsignalS));
+        waitS.value = signalS.value;
+        ++signalT.value;
+        CHECK(q1.submit(waitSsignalT));
+      }
+      CHECK(t->wait(signalT.value, UINT64_MAX));
+      ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    }
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;

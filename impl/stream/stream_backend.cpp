@@ -2,6 +2,8 @@
 // overview. Figures quoted below are from DESIGN §6 (H100, driver 580, CUDA 13).
 #include "stream_backend.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -1323,6 +1325,7 @@ class Completion {
 
   void run() {
     tInternalThread = true;
+    pthread_setname_np(pthread_self(), "baton-complete");
     // The thread's own driver calls always run in the device's context.
     (void)d_.setCurrent(q_->device->config.context);
     std::vector<Record> incoming;
@@ -1630,6 +1633,7 @@ class IssueThread {
 
   void run() {
     tInternalThread = true;
+    pthread_setname_np(pthread_self(), "baton-issue");  // for profilers and debuggers
     (void)device_->driver.setCurrent(device_->config.context);
     uint64_t idleSince = 0, version = ~uint64_t{0};
     std::vector<std::shared_ptr<QueueShared>> queues;
