@@ -26,6 +26,8 @@ std::string format(const char* fmt, ...) {
   return s;
 }
 
+void Status::dropMessage() noexcept { delete message_; }
+
 const std::string& Status::noMessage() noexcept {
   // Never destroyed: statuses may be inspected during static destruction.
   static const std::string* const empty = new std::string;
