@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "clock.hpp"
+#include "cpu.hpp"  // cpuRelax, for the users of the futex helpers
 
 namespace baton::core {
 
@@ -38,14 +39,5 @@ void futexWait(std::atomic<uint32_t>* word, uint32_t expected, Deadline deadline
 void futexWake(std::atomic<uint32_t>* word, int count) noexcept;
 // Wakes every thread in futexWait on `word`.
 inline void futexWakeAll(std::atomic<uint32_t>* word) noexcept { futexWake(word, INT_MAX); }
-
-// A pause instruction for spin loops.
-inline void cpuRelax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 }  // namespace baton::core
