@@ -22,6 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace sampler {
 
@@ -75,29 +77,48 @@ inline bool start(long intervalNs = 20'000) {
   return startOn(static_cast<pid_t>(syscall(SYS_gettid)), clock, intervalNs);
 }
 
-// Starts sampling the first thread of this process named `name` (pthread_setname_np; baton's
-// issuing thread is "baton-issue"), on its CPU clock. Linux: the clock id of another thread's
-// CPU time is made from its thread id, as the kernel defines it (CPUCLOCK_SCHED, per thread).
-inline bool startNamed(const char* name, long intervalNs = 20'000) {
+// The threads of this process: their ids and names (pthread_setname_np; baton's issuing thread
+// is "baton-issue", its completion threads "baton-complete").
+struct Thread {
+  pid_t tid;
+  std::string name;
+};
+inline std::vector<Thread> threads() {
+  std::vector<Thread> out;
   DIR* dir = opendir("/proc/self/task");
-  if (!dir) return false;
-  pid_t tid = 0;
+  if (!dir) return out;
   while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
     char path[300], comm[32] = {};
     std::snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
     FILE* f = std::fopen(path, "r");
     if (!f) continue;
     if (std::fgets(comm, sizeof comm, f)) comm[std::strcspn(comm, "\n")] = 0;
     std::fclose(f);
-    if (std::strcmp(comm, name) == 0) {
-      tid = static_cast<pid_t>(std::atoi(entry->d_name));
-      break;
-    }
+    out.push_back({static_cast<pid_t>(std::atoi(entry->d_name)), comm});
   }
   closedir(dir);
-  if (tid == 0) return false;
-  const clockid_t clock = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 4 | 2);
-  return startOn(tid, clock, intervalNs);
+  return out;
+}
+
+// The clock of thread `tid`'s CPU time. Linux: made from the thread id, as the kernel defines it
+// (CPUCLOCK_SCHED, per thread).
+inline clockid_t cpuClock(pid_t tid) {
+  return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 4 | 2);
+}
+
+// The CPU time thread `tid` has used, in ns (0 when it is gone).
+inline double cpuNs(pid_t tid) {
+  timespec ts{};
+  if (clock_gettime(cpuClock(tid), &ts) != 0) return 0;
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+// Starts sampling the first thread of this process named `name`, on its CPU clock.
+inline bool startNamed(const char* name, long intervalNs = 20'000) {
+  for (const Thread& t : threads())
+    if (t.name == name) return startOn(t.tid, cpuClock(t.tid), intervalNs);
+  return false;
 }
 
 // Stops sampling and writes "M <maps line>" and "P <hex address> <hex stack word>" lines to `path`;
