@@ -187,6 +187,17 @@ int main(int argc, char** argv) {
   constexpr long kBatch = 64;
   long done = 0;
   double ns = 0;
+  // One round trip of the ping-pong: queue 0 waits for queue 1's last signal and signals s,
+  // queue 1 waits for s and signals t. Returns the submissions made.
+  auto roundTrip = [&] {
+    waitT.value = signalT.value;
+    ++signalS.value;
+    CHECK(q0.submit(waitTsignalS));
+    waitS.value = signalS.value;
+    ++signalT.value;
+    CHECK(q1.submit(waitSsignalT));
+    return 2;
+  };
   auto timed = [&](auto&& submitOne) {
     while (done < submits) {
       auto t0 = std::chrono::steady_clock::now();
@@ -219,29 +230,14 @@ int main(int argc, char** argv) {
       return 2;
     });
   } else if (scenario == "pingpong") {
-    timed([&] {
-      waitT.value = signalT.value;
-      ++signalS.value;
-      CHECK(q0.submit(waitTsignalS));
-      waitS.value = signalS.value;
-      ++signalT.value;
-      CHECK(q1.submit(waitSsignalT));
-      return 2;
-    });
+    timed(roundTrip);
   } else if (scenario == "live") {
     // As pingpong, but timed end to end in rounds of 1000 round trips, each until the host sees
     // the last signal, with no waitIdle between batches: the issuing thread's pace, as in
     // bench/cuda's live ping-pong.
     while (done < submits) {
       auto t0 = std::chrono::steady_clock::now();
-      for (long i = 0; i < 1000 && done < submits; ++i, done += 2) {
-        waitT.value = signalT.value;
-        ++signalS.value;
-        CHECK(q0.submit(waitTsignalS));
-        waitS.value = signalS.value;
-        ++signalT.value;
-        CHECK(q1.submit(waitSsignalT));
-      }
+      for (long i = 0; i < 1000 && done < submits; ++i) done += roundTrip();
       CHECK(t->wait(signalT.value, UINT64_MAX));
       ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     }
