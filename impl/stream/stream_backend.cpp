@@ -1338,7 +1338,6 @@ class Completion {
 
   void run() {
     tInternalThread = true;
-    pthread_setname_np(pthread_self(), "baton-complete");
     // The thread's own driver calls always run in the device's context.
     (void)d_.setCurrent(q_->device->config.context);
     std::vector<Record> incoming;
@@ -1651,7 +1650,6 @@ class IssueThread {
 
   void run() {
     tInternalThread = true;
-    pthread_setname_np(pthread_self(), "baton-issue");  // for profilers and debuggers
     (void)device_->driver.setCurrent(device_->config.context);
     uint64_t idleSince = 0, version = ~uint64_t{0};
     std::vector<std::shared_ptr<QueueShared>> queues;
@@ -1797,6 +1795,8 @@ class StreamQueue final : public core::QueueImpl {
  public:
   explicit StreamQueue(std::shared_ptr<QueueShared> shared) : q_(std::move(shared)) {
     thread_ = std::thread([q = q_] { Completion(q).run(); });
+    // Named here rather than by the thread itself, so that the name is there on return.
+    pthread_setname_np(thread_.native_handle(), "baton-complete");
     DeviceIssuer& issuer = *q_->issuer;
     std::lock_guard<core::Mutex> lock(issuer.mutex);
     issuer.queues.push_back(q_);
@@ -1920,6 +1920,7 @@ class StreamDevice final : public core::DeviceImpl {
   StreamDevice(core::Device& device, std::shared_ptr<DeviceShared> shared)
       : device_(device), shared_(std::move(shared)), issuer_(std::make_shared<DeviceIssuer>()) {
     thread_ = std::thread([i = issuer_, d = shared_] { IssueThread(i, d).run(); });
+    pthread_setname_np(thread_.native_handle(), "baton-issue");  // for profilers, debuggers
     issuer_->threadId = thread_.get_id();
   }
 
