@@ -657,6 +657,21 @@ struct DeviceIssuer {
       parker.unpark();
   }
 
+  // Registers or unregisters a queue: the thread picks the change up by `version`.
+  void add(std::shared_ptr<QueueShared> q) {
+    std::lock_guard<core::Mutex> lock(mutex);
+    queues.push_back(std::move(q));
+    version.fetch_add(1, std::memory_order_acq_rel);
+  }
+  void remove(const QueueShared* q) {
+    std::lock_guard<core::Mutex> lock(mutex);
+    queues.erase(
+        std::remove_if(queues.begin(), queues.end(),
+                       [&](const std::shared_ptr<QueueShared>& x) { return x.get() == q; }),
+        queues.end());
+    version.fetch_add(1, std::memory_order_acq_rel);
+  }
+
   core::Parker parker;
   std::atomic<bool> idle{false};
   std::atomic<bool> stop{false};  // the device is going: exit once no queue is registered
@@ -1766,14 +1781,7 @@ class IssueThread {
   }
 
   void unregister(QueueShared& q) {
-    {
-      std::lock_guard<core::Mutex> lock(issuer_->mutex);
-      auto& v = issuer_->queues;
-      v.erase(std::remove_if(v.begin(), v.end(),
-                             [&](const std::shared_ptr<QueueShared>& x) { return x.get() == &q; }),
-              v.end());
-      issuer_->version.fetch_add(1, std::memory_order_acq_rel);
-    }
+    issuer_->remove(&q);
     q.drained.store(true, std::memory_order_seq_cst);
     q.drainedParker.unpark();
   }
@@ -1797,10 +1805,7 @@ class StreamQueue final : public core::QueueImpl {
     thread_ = std::thread([q = q_] { Completion(q).run(); });
     // Named here rather than by the thread itself, so that the name is there on return.
     pthread_setname_np(thread_.native_handle(), "baton-complete");
-    DeviceIssuer& issuer = *q_->issuer;
-    std::lock_guard<core::Mutex> lock(issuer.mutex);
-    issuer.queues.push_back(q_);
-    issuer.version.fetch_add(1, std::memory_order_acq_rel);
+    q_->issuer->add(q_);
   }
 
   ~StreamQueue() override {
@@ -1811,10 +1816,7 @@ class StreamQueue final : public core::QueueImpl {
     q_->stop.store(true, std::memory_order_seq_cst);
     DeviceIssuer& issuer = *q_->issuer;
     if (issuer.threadId == std::this_thread::get_id()) {
-      std::lock_guard<core::Mutex> lock(issuer.mutex);
-      auto& v = issuer.queues;
-      v.erase(std::remove(v.begin(), v.end(), q_), v.end());
-      issuer.version.fetch_add(1, std::memory_order_acq_rel);
+      issuer.remove(q_.get());
     } else {
       issuer.parker.unpark();
       while (!q_->drained.load(std::memory_order_seq_cst))
