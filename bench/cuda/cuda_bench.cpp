@@ -10,7 +10,9 @@
 //               ping-pong between two streams (all submitted behind a 2 ms kernel, timed on the
 //               GPU with timing events recorded from native callbacks); and live, submitted
 //               while the GPU runs, vs the raw loop on this thread and vs the same raw calls
-//               made by a second thread (the floor of issuing on a thread of its own)
+//               made by a second thread (the floor of issuing on a thread of its own), and vs
+//               the raw loop plus baton's core scheduler on this thread (the floor of issuing
+//               on the submitting thread)
 //   wbs edge    wait-before-signal hand-off: consumer submitted before its producer; GPU time
 //               from the producer's work to the consumer's, vs a raw event edge. Also whether the
 //               consumer was issued before the producer's work ran (no host round trip)
@@ -533,6 +535,37 @@ double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb
   return nsSince(t0);
 }
 
+// The raw live ping-pong with baton's core scheduler added on this thread: each round also
+// makes the live loop's two submissions (q0 waits for y and signals x, q1 waits for x and
+// signals y), held in the scheduler behind a host-signalled gate, so that no driver call and no
+// other thread is involved. The floor of any design that issues on the submitting thread: the
+// driver calls plus the core's share, in series. Timed in chunks of kSerialChunk rounds; between
+// chunks the clock stops while the held submissions are released and finish (as in the live
+// loop, the core then recycles their storage). Returns ns per round trip.
+double rawPlusScheduler(const std::vector<CUevent>& la, const std::vector<CUevent>& lb,
+                        baton::Semaphore& gate, uint64_t* gv, baton::Semaphore& x, uint64_t* xv,
+                        baton::Semaphore& y, uint64_t* yv) {
+  const int kSerialChunk = 32;
+  const int n = static_cast<int>(la.size());
+  double ns = 0;
+  for (int first = 0; first < n; first += kSerialChunk) {
+    baton::SemaphoreValue gateWait{gate, ++*gv};
+    auto t0 = Clock::now();
+    for (int i = first; i < std::min(n, first + kSerialChunk); ++i) {
+      BATON_OK(submit(env.q[0], {i > first ? baton::SemaphoreValue{y, *yv} : gateWait}, {},
+                      {{x, ++*xv}}));
+      BATON_OK(submit(env.q[1], {{x, *xv}}, {}, {{y, ++*yv}}));
+      rawRound(la, lb, i);
+    }
+    ns += nsSince(t0);
+    BATON_OK(gate.signal(*gv));
+    BATON_OK(env.device.waitIdle());
+  }
+  auto t0 = Clock::now();
+  CU_OK(cu->cuEventSynchronize(lb[n - 1]));
+  return ns + nsSince(t0);
+}
+
 void benchPingPong() {
   const int kRounds = 100, kReps = iters(20);
   SpinArg hold{2'000'000};  // 2 ms: longer than submitting the rounds takes
@@ -572,7 +605,10 @@ void benchPingPong() {
   const int kLive = 1000;
   ours.clear();
   raw.clear();
-  std::vector<double> ratios, handoff;
+  std::vector<double> ratios, handoff, serial;
+  baton::Semaphore gate = semaphore("serial-gate"), x = semaphore("serial-x"),
+                   y = semaphore("serial-y");
+  uint64_t gv = 0, xv = 0, yv = 0;
   double cpuOurs = 0, cpuRaw = 0;  // CPU time of the whole process (baton: with its threads)
   for (int rep = 0; rep < kReps; ++rep) {
     double c0 = cpuSeconds();
@@ -593,6 +629,7 @@ void benchPingPong() {
     cpuRaw += cpuSeconds() - c0;
     ratios.push_back(ours.back() / raw.back());
     handoff.push_back(rawHandoff(la, lb) / 1e3 / kLive);
+    serial.push_back(rawPlusScheduler(la, lb, gate, &gv, x, &xv, y, &yv) / 1e3 / kLive);
     destroyEvents(la);
     destroyEvents(lb);
   }
@@ -603,6 +640,8 @@ void benchPingPong() {
   row("ping-pong, per round trip (live)", median(ours), median(raw), "us", note);
   row("  raw, calls made by a 2nd thread", median(handoff), median(raw), "us",
       "(raw vs raw: the same calls handed over a round at a time, as to an issuing thread)");
+  row("  raw + scheduler, one thread", median(serial), median(raw), "us",
+      "(raw calls + the 2 submissions held in the core, in series: issuing on the caller)");
   const double rounds = static_cast<double>(kReps) * kLive;
   row("  CPU time per live round trip", cpuOurs * 1e6 / rounds, cpuRaw * 1e6 / rounds, "us",
       "(process: baton counts its completion threads too)");
