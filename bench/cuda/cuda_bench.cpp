@@ -541,7 +541,8 @@ double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb
 // other thread is involved. The floor of any design that issues on the submitting thread: the
 // driver calls plus the core's share, in series. Timed in chunks of kSerialChunk rounds; between
 // chunks the clock stops while the held submissions are released and finish (as in the live
-// loop, the core then recycles their storage). Returns ns per round trip.
+// loop, the core then recycles their storage). Returns the ns of all chunks together, plus the
+// wait for the last raw event (as rawHandoff, the caller divides by the rounds).
 double rawPlusScheduler(const std::vector<CUevent>& la, const std::vector<CUevent>& lb,
                         baton::Semaphore& gate, uint64_t* gv, baton::Semaphore& x, uint64_t* xv,
                         baton::Semaphore& y, uint64_t* yv) {
