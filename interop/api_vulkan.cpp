@@ -86,9 +86,14 @@ ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanF
     uint64_t bit =
         semaphore ? kCapabilityExternalSemaphoreTimelineFd : kCapabilityExternalMemoryOpaqueFd;
     if (!(p.capabilities & bit)) {
-      why.push_back(format("baton device %s (the %s backend) cannot import %s",
+      // HIP's limit is the API's, not the device's: say so, since it will not change with a
+      // driver update (ROCm 5.2's hipExternalSemaphoreHandleType has no timeline type).
+      const char* detail = semaphore && p.backend == BackendKind::Hip
+                               ? ": HIP (ROCm 5.2) has no timeline external-semaphore handle type"
+                               : "";
+      why.push_back(format("baton device %s (the %s backend) cannot import %s%s",
                            device->label().c_str(), backendName(p.backend),
-                           semaphore ? "external timeline semaphores" : "external memory"));
+                           semaphore ? "external timeline semaphores" : "external memory", detail));
     } else if (!nativeImportProvided(*device, kind)) {
       why.push_back(format("native import is not implemented by the %s backend in this build",
                            backendName(p.backend)));

@@ -51,7 +51,9 @@ class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
     if (!info->available)
       GTEST_SKIP() << backendName(kind)
                    << ": unavailable: " << (info->reason[0] ? info->reason : "(no reason given)");
-    if (info->deviceCount == 0) GTEST_SKIP() << backendName(kind) << ": no devices";
+    if (info->deviceCount == 0)
+      GTEST_SKIP() << backendName(kind) << ": no devices"
+                   << (info->reason[0] ? std::string(": ") + info->reason : std::string());
 
     ASSERT_OK(instance_->enumeratePhysicalDevices(&count, nullptr));
     std::vector<PhysicalDevice> physicals(count);

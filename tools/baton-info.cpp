@@ -50,6 +50,7 @@ void printDevice(baton::PhysicalDevice device, uint32_t index) {
     if (i == 3 || i == 5 || i == 7 || i == 9) std::printf("-");
   }
   std::printf("\n");
+  if (p.arch[0]) std::printf("      arch          %s\n", p.arch);
   if (p.computeMajor == 0 && p.computeMinor == 0)
     std::printf("      compute       n/a\n");
   else
@@ -105,7 +106,8 @@ int main(int argc, char** argv) {
         if (!b.compiled) {
           std::printf("not compiled in%s%s\n", b.reason[0] ? ": " : "", b.reason);
         } else if (b.available) {
-          std::printf("available, %u device%s\n", b.deviceCount, b.deviceCount == 1 ? "" : "s");
+          std::printf("available, %u device%s%s%s\n", b.deviceCount, b.deviceCount == 1 ? "" : "s",
+                      b.reason[0] ? ": " : "", b.reason);
         } else {
           std::printf("compiled in, unavailable: %s\n", b.reason[0] ? b.reason : "(no reason)");
         }

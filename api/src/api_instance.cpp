@@ -51,6 +51,7 @@ Result createInstance(const InstanceCreateInfo& info, Instance* out) noexcept {
       }
       bi.available = true;
       bi.deviceCount = backend->deviceCount();
+      if (bi.deviceCount == 0) copyText(bi.reason, sizeof bi.reason, backend->noDevicesReason());
       inst->debug(MessageSeverity::Info,
                   format("%s backend loaded: %u device(s)", backendName(bi.kind), bi.deviceCount));
       for (uint32_t d = 0; d < bi.deviceCount; ++d) {

@@ -334,6 +334,9 @@ class Backend {
   // reason (paths tried, the driver's error).
   virtual Status load() = 0;
   virtual uint32_t deviceCount() const = 0;
+  // When load() succeeded with no devices: why, in the driver's own words (HIP's runtime loads
+  // on a machine without an AMD GPU and answers hipErrorNoDevice). "" when there are devices.
+  virtual std::string noDevicesReason() const { return {}; }
   virtual PhysicalDeviceProperties properties(uint32_t ordinal) const = 0;
   virtual Status createDevice(uint32_t ordinal, Device& device,
                               std::unique_ptr<DeviceImpl>* out) = 0;

@@ -280,6 +280,7 @@ Status describe(int ordinal, DeviceInfo* out) {
       static_cast<uint32_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
   p.computeMinor =
       static_cast<uint32_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+  std::snprintf(p.arch, sizeof p.arch, "sm_%u%u", p.computeMajor, p.computeMinor);
   p.maxQueues = kMaxQueues;
 
   uint64_t caps = kCapabilityDeviceMemory | kCapabilityNativeTimepointWaits;

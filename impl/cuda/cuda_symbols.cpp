@@ -1,22 +1,13 @@
 // Loading the CUDA driver, the CUresult mapping and fault injection; see cuda_symbols.hpp.
 #include "cuda_symbols.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
-#include <vector>
+#include <string>
 
 namespace baton::cuda {
 namespace {
 
-struct Names {
-  const char* api;     // as written in cuda.h's documentation: "cuMemAlloc"
-  const char* symbol;  // what the library exports for this header: "cuMemAlloc_v2"
-};
-
-constexpr Names kNames[] = {
+constexpr stream::SymbolName kNames[] = {
 #define BATON_CUDA_NAME(name) {#name, BATON_CUDA_STR(name)},
     BATON_CUDA_REQUIRED(BATON_CUDA_NAME) BATON_CUDA_OPTIONAL(BATON_CUDA_NAME)
 #undef BATON_CUDA_NAME
@@ -29,30 +20,18 @@ std::once_flag gOnce;
 core::Status load(Driver& d) {
   // The versioned library name is what the driver package installs; the unversioned one exists
   // only with development packages (and in the toolkit's stubs, which fail cuInit cleanly).
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("BATON_CUDA_DRIVER"); env && *env) candidates.push_back(env);
-  candidates.push_back("libcuda.so.1");
-  candidates.push_back("libcuda.so");
-  void* lib = nullptr;
-  std::string tried;
-  for (const std::string& path : candidates) {
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) break;
-    const char* err = dlerror();
-    tried += (tried.empty() ? "" : "; ") + path + ": " + (err ? err : "not found");
-  }
-  if (!lib)
+  stream::DriverLibrary lib =
+      stream::openDriverLibrary("BATON_CUDA_DRIVER", {"libcuda.so.1", "libcuda.so"});
+  if (!lib.handle)
     return core::Status(Result::ErrorBackendUnavailable,
-                        "the CUDA driver library could not be loaded (tried " + tried +
+                        "the CUDA driver library could not be loaded (tried " + lib.tried +
                             "); install the NVIDIA driver to use the CUDA backend");
 
   std::string missing;
   size_t i = 0;
   auto resolve = [&](auto& slot, bool required) {
-    void* p = dlsym(lib, kNames[i].symbol);
-    if (!p && required) missing += (missing.empty() ? "" : ", ") + std::string(kNames[i].symbol);
+    void* p = stream::resolveSymbol(lib.handle, kNames[i++], required, &missing);
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(p);
-    ++i;
   };
 #define BATON_CUDA_RESOLVE_REQUIRED(name) resolve(d.sym.name, true);
 #define BATON_CUDA_RESOLVE_OPTIONAL(name) resolve(d.sym.name, false);
@@ -62,7 +41,7 @@ core::Status load(Driver& d) {
 #undef BATON_CUDA_RESOLVE_OPTIONAL
   if (!missing.empty())
     return core::Status(Result::ErrorBackendUnavailable,
-                        "the CUDA driver (" + candidates.front() +
+                        "the CUDA driver (" + lib.path +
                             ") lacks required entry points: " + missing +
                             "; a driver supporting CUDA " + std::to_string(CUDA_VERSION / 1000) +
                             "." + std::to_string(CUDA_VERSION % 1000 / 10) + " is needed");
@@ -79,36 +58,16 @@ core::Status load(Driver& d) {
   return core::Status();
 }
 
-struct Fault {
-  Api api;
-  CUresult result;
-  uint32_t skip;
-  uint32_t count;
-};
-std::mutex gFaultMutex;
-std::vector<Fault> gFaults;
-std::atomic<uint64_t> gFaultsFired{0};
-
 }  // namespace
 
 namespace detail {
-std::atomic<bool> faultsArmed{false};
+stream::DriverFaults faults(kNames, sizeof kNames / sizeof kNames[0]);
 
 bool takeFault(Api api, CUresult* result) {
-  std::lock_guard<std::mutex> lock(gFaultMutex);
-  for (auto it = gFaults.begin(); it != gFaults.end(); ++it) {
-    if (it->api != api) continue;
-    if (it->skip > 0) {
-      --it->skip;
-      return false;
-    }
-    *result = it->result;
-    if (--it->count == 0) gFaults.erase(it);
-    if (gFaults.empty()) faultsArmed.store(false, std::memory_order_relaxed);
-    gFaultsFired.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-  return false;
+  int r = 0;
+  if (!faults.take(static_cast<size_t>(api), &r)) return false;
+  *result = static_cast<CUresult>(r);
+  return true;
 }
 }  // namespace detail
 
@@ -189,24 +148,11 @@ core::Status errorStatus(CUresult result, const char* api) {
 }
 
 bool injectFault(const char* api, CUresult result, uint32_t skip, uint32_t count) {
-  if (!api || count == 0) return false;
-  for (size_t i = 0; i < static_cast<size_t>(Api::Count); ++i) {
-    if (std::strcmp(kNames[i].api, api) != 0 && std::strcmp(kNames[i].symbol, api) != 0) continue;
-    std::lock_guard<std::mutex> lock(gFaultMutex);
-    gFaults.push_back({static_cast<Api>(i), result, skip, count});
-    detail::faultsArmed.store(true, std::memory_order_relaxed);
-    return true;
-  }
-  return false;
+  return detail::faults.inject(api, static_cast<int>(result), skip, count);
 }
 
-void clearFaults() {
-  std::lock_guard<std::mutex> lock(gFaultMutex);
-  gFaults.clear();
-  detail::faultsArmed.store(false, std::memory_order_relaxed);
-  gFaultsFired.store(0, std::memory_order_relaxed);
-}
+void clearFaults() { detail::faults.clear(); }
 
-uint64_t faultsFired() { return gFaultsFired.load(std::memory_order_relaxed); }
+uint64_t faultsFired() { return detail::faults.fired(); }
 
 }  // namespace baton::cuda

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "driver_library.hpp"
 #include "status.hpp"
 
 // clang-format off
@@ -106,13 +107,13 @@ void clearFaults();
 uint64_t faultsFired();
 
 namespace detail {
-extern std::atomic<bool> faultsArmed;
+extern stream::DriverFaults faults;
 bool takeFault(Api api, CUresult* result);
 }  // namespace detail
 
 template <class Fn, class... Args>
 inline CUresult call(Api api, Fn fn, Args... args) {
-  if (detail::faultsArmed.load(std::memory_order_relaxed)) [[unlikely]] {
+  if (detail::faults.armed()) [[unlikely]] {
     CUresult injected;
     if (detail::takeFault(api, &injected)) return injected;
   }

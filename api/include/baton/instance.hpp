@@ -32,7 +32,9 @@ struct BackendInfo {
   bool compiled = false;   // built into this library
   bool available = false;  // compiled, asked for, and its driver loaded and initialised
   uint32_t deviceCount = 0;
-  char reason[512] = {};  // why not available (paths tried, driver error), or "" when available
+  // Why not available (paths tried, driver error); when available with no devices, why the
+  // driver reports none ("hipGetDeviceCount failed: hipErrorNoDevice (...)"); else "".
+  char reason[512] = {};
 };
 
 // Creates an instance and loads the backends of info.backendMask. A backend whose driver is

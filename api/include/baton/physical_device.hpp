@@ -28,7 +28,10 @@ struct PhysicalDeviceProperties {
   BackendKind backend = BackendKind::Host;
   uint32_t ordinal = 0;  // index among this backend's devices (the CUDA/HIP device ordinal)
   char name[256] = {};
-  uint8_t uuid[16] = {};      // matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs
+  uint8_t uuid[16] = {};  // matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs
+  // The GPU architecture as its toolchain names it: "sm_90" (CUDA), the gcnArchName
+  // "gfx90a:sramecc+:xnack-" (HIP); "" on the host.
+  char arch[64] = {};
   uint32_t computeMajor = 0;  // compute capability (CUDA) or gfx version (HIP); 0 on the host
   uint32_t computeMinor = 0;
   uint64_t totalMemory = 0;   // bytes

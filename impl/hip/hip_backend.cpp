@@ -1,0 +1,378 @@
+// The HIP backend: device enumeration, the driver table the shared stream machinery runs on
+// (impl/stream) and createHipBackend() for the registry. Like impl/cuda, it holds only what is
+// HIP's own: the runtime's current-device model, hipStreamAddCallback where 5.2 lacks
+// hipLaunchHostFunc, the default memory pool, and interop limits (DESIGN §2, §4).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "backend.hpp"
+#include "baton/device.hpp"
+#include "hip_symbols.hpp"
+#include "stream_backend.hpp"
+
+namespace baton::core {
+std::unique_ptr<Backend> createHipBackend();
+}
+
+namespace baton::hip {
+namespace {
+
+using core::Status;
+
+hipDeviceptr_t ptr(uint64_t address) {
+  return reinterpret_cast<hipDeviceptr_t>(static_cast<uintptr_t>(address));
+}
+uint64_t address(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+// HIP has no context objects to speak of (hipCtx* is deprecated): a thread works on its current
+// device. The machinery's "context" is therefore the device ordinal, stored as ordinal + 1 so
+// that no device is the null context.
+void* contextOf(int ordinal) { return reinterpret_cast<void*>(static_cast<intptr_t>(ordinal) + 1); }
+int ordinalOf(void* context) { return static_cast<int>(reinterpret_cast<intptr_t>(context) - 1); }
+
+// ---- the driver table ---------------------------------------------------------------------
+
+Status getCurrent(void** context) {
+  // A thread that never chose a device works on device 0 (HIP's default device).
+  int device = 0;
+  Status st = BATON_HIP_STATUS(hipGetDevice, &device);
+  *context = st.ok() ? contextOf(device) : nullptr;
+  return st;
+}
+Status setCurrent(void* context) {
+  if (!context) return Status();  // nothing to restore: HIP has no "no device" state
+  return BATON_HIP_STATUS(hipSetDevice, ordinalOf(context));
+}
+Status streamCreate(void** stream) {
+  // Non-blocking: baton's streams never synchronise with the null stream, which application
+  // code in the same process may use.
+  hipStream_t s = nullptr;
+  Status st = BATON_HIP_STATUS(hipStreamCreateWithFlags, &s, hipStreamNonBlocking);
+  *stream = s;
+  return st;
+}
+Status streamDestroy(void* stream) {
+  return BATON_HIP_STATUS(hipStreamDestroy, static_cast<hipStream_t>(stream));
+}
+Status streamSynchronize(void* stream) {
+  return BATON_HIP_STATUS(hipStreamSynchronize, static_cast<hipStream_t>(stream));
+}
+Status streamWaitEvent(void* stream, void* event) {
+  return BATON_HIP_STATUS(hipStreamWaitEvent, static_cast<hipStream_t>(stream),
+                          static_cast<hipEvent_t>(event), 0u);
+}
+Status eventCreate(void** event, bool blockingSync) {
+  hipEvent_t e = nullptr;
+  unsigned flags = hipEventDisableTiming;
+  if (blockingSync) flags |= hipEventBlockingSync;
+  Status st = BATON_HIP_STATUS(hipEventCreateWithFlags, &e, flags);
+  *event = e;
+  return st;
+}
+Status eventDestroy(void* event) {
+  return BATON_HIP_STATUS(hipEventDestroy, static_cast<hipEvent_t>(event));
+}
+Status eventRecord(void* event, void* stream) {
+  return BATON_HIP_STATUS(hipEventRecord, static_cast<hipEvent_t>(event),
+                          static_cast<hipStream_t>(stream));
+}
+Status eventQuery(void* event) {
+  hipError_t r = BATON_HIP(hipEventQuery, static_cast<hipEvent_t>(event));
+  if (r == hipSuccess) return Status();
+  if (r == hipErrorNotReady) return Status(Result::NotReady);
+  return toStatus(r, "hipEventQuery");
+}
+Status eventSynchronize(void* event) {
+  return BATON_HIP_STATUS(hipEventSynchronize, static_cast<hipEvent_t>(event));
+}
+
+// hipStreamAddCallback's callback takes (stream, status, userData): a small heap record carries
+// the machinery's function and data to it. Host functions are off the hot path (DESIGN §4), so
+// the allocation is not on every submission. A callback reached with an error status still
+// runs the function: the machinery learns of the stream's error from the event recorded behind
+// it, and the function is what reports the host call's own outcome.
+struct CallbackRecord {
+  stream::HostFunction function;
+  void* userData;
+  static void run(hipStream_t, hipError_t, void* data) {
+    auto* self = static_cast<CallbackRecord*>(data);
+    stream::HostFunction function = self->function;
+    void* userData = self->userData;
+    delete self;
+    function(userData);
+  }
+};
+
+Status launchHostFunc(void* stream, stream::HostFunction function, void* userData) {
+  if (symbols().hipLaunchHostFunc)
+    return BATON_HIP_STATUS(hipLaunchHostFunc, static_cast<hipStream_t>(stream), function,
+                            userData);
+  // HIP 5.2 declares hipLaunchHostFunc but does not export it.
+  auto* record = new (std::nothrow) CallbackRecord{function, userData};
+  if (!record)
+    return Status(Result::ErrorOutOfHostMemory, "no memory for a hipStreamAddCallback record");
+  hipError_t r = BATON_HIP(hipStreamAddCallback, static_cast<hipStream_t>(stream),
+                           &CallbackRecord::run, static_cast<void*>(record), 0u);
+  if (r != hipSuccess) delete record;
+  return toStatus(r, "hipStreamAddCallback");
+}
+Status memcpyAsync(uint64_t dst, uint64_t src, uint64_t size, void* stream) {
+  // hipMemcpyDefault: the runtime infers the direction from the addresses (unified addressing),
+  // so device and mapped pinned host buffers copy the same way.
+  return BATON_HIP_STATUS(hipMemcpyAsync, ptr(dst), ptr(src), static_cast<size_t>(size),
+                          hipMemcpyDefault, static_cast<hipStream_t>(stream));
+}
+Status memcpyHtoDAsync(uint64_t dst, const void* src, uint64_t size, void* stream) {
+  // 5.2's prototype takes a non-const source; the runtime only reads it.
+  return BATON_HIP_STATUS(hipMemcpyHtoDAsync, ptr(dst), const_cast<void*>(src),
+                          static_cast<size_t>(size), static_cast<hipStream_t>(stream));
+}
+Status memsetD32Async(uint64_t dst, uint32_t value, uint64_t count, void* stream) {
+  return BATON_HIP_STATUS(hipMemsetD32Async, ptr(dst), static_cast<int>(value),
+                          static_cast<size_t>(count), static_cast<hipStream_t>(stream));
+}
+Status memAllocAsync(uint64_t* out, uint64_t size, void* pool, void* stream) {
+  if (!symbols().hipMallocFromPoolAsync)
+    return Status(Result::ErrorNotSupported, "the HIP runtime has no hipMallocFromPoolAsync");
+  void* p = nullptr;
+  Status st = BATON_HIP_STATUS(hipMallocFromPoolAsync, &p, static_cast<size_t>(size),
+                               static_cast<hipMemPool_t>(pool), static_cast<hipStream_t>(stream));
+  *out = address(p);
+  return st;
+}
+Status memFreeAsync(uint64_t address, void* stream) {
+  if (!symbols().hipFreeAsync)
+    return Status(Result::ErrorNotSupported, "the HIP runtime has no hipFreeAsync");
+  return BATON_HIP_STATUS(hipFreeAsync, ptr(address), static_cast<hipStream_t>(stream));
+}
+Status memAlloc(uint64_t* out, uint64_t size) {
+  void* p = nullptr;
+  Status st = BATON_HIP_STATUS(hipMalloc, &p, static_cast<size_t>(size));
+  *out = address(p);
+  return st;
+}
+Status memFree(uint64_t address) { return BATON_HIP_STATUS(hipFree, ptr(address)); }
+Status hostAlloc(void** host, uint64_t* deviceAddress, uint64_t size) {
+  // Portable: pinned for every device, so the memory serves queues of several devices;
+  // mapped into the device address space, which HostPinned buffers promise.
+  void* p = nullptr;
+  hipError_t r = BATON_HIP(hipHostMalloc, &p, static_cast<size_t>(size),
+                           hipHostMallocPortable | hipHostMallocMapped);
+  if (r != hipSuccess) {
+    Status st = toStatus(r, "hipHostMalloc");
+    if (st.code() == Result::ErrorOutOfDeviceMemory)
+      return Status(Result::ErrorOutOfHostMemory, st.message());
+    return st;
+  }
+  void* d = nullptr;
+  r = BATON_HIP(hipHostGetDevicePointer, &d, p, 0u);
+  if (r != hipSuccess) {
+    (void)BATON_HIP(hipHostFree, p);
+    return toStatus(r, "hipHostGetDevicePointer");
+  }
+  *host = p;
+  *deviceAddress = address(d);
+  return Status();
+}
+Status hostFree(void* host) { return BATON_HIP_STATUS(hipHostFree, host); }
+
+Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
+  hipExternalMemoryHandleDesc desc{};
+  desc.type = hipExternalMemoryHandleTypeOpaqueFd;
+  desc.handle.fd = fd;
+  desc.size = size;
+  // hipExternalMemoryDedicated (0x1, CUDA's value) is only named by headers after 5.2.
+  desc.flags = dedicated ? 0x1u : 0u;
+  hipExternalMemory_t m = nullptr;
+  Status st = BATON_HIP_STATUS(hipImportExternalMemory, &m, &desc);
+  *memory = m;
+  return st;
+}
+Status mapExternalMemory(void* memory, uint64_t offset, uint64_t size, uint64_t* out) {
+  hipExternalMemoryBufferDesc desc{};
+  desc.offset = offset;
+  desc.size = size;
+  void* p = nullptr;
+  Status st = BATON_HIP_STATUS(hipExternalMemoryGetMappedBuffer, &p,
+                               static_cast<hipExternalMemory_t>(memory), &desc);
+  *out = address(p);
+  return st;
+}
+Status destroyExternalMemory(void* memory) {
+  return BATON_HIP_STATUS(hipDestroyExternalMemory, static_cast<hipExternalMemory_t>(memory));
+}
+
+// The driver table. No semaphore import: HIP 5.2's hipExternalSemaphoreHandleType has no
+// timeline type (only binary OPAQUE_FD and Win32 kinds), so Vulkan timeline semaphores are
+// bridged on HIP (DESIGN §5). Memory import where the runtime exports it.
+stream::DriverTable makeTable() {
+  stream::DriverTable t = {
+      BackendKind::Hip, "HIP",          getCurrent,        setCurrent,
+      streamCreate,     streamDestroy,  streamSynchronize, streamWaitEvent,
+      eventCreate,      eventDestroy,   eventRecord,       eventQuery,
+      eventSynchronize, launchHostFunc, memcpyAsync,       memcpyHtoDAsync,
+      memsetD32Async,   memAllocAsync,  memFreeAsync,      memAlloc,
+      memFree,          hostAlloc,      hostFree,
+      nullptr,  // importTimelineFd
+      nullptr,  // destroyExternalSemaphore
+      nullptr,  // signalExternal
+      nullptr,  // waitExternal
+      nullptr,          nullptr,        nullptr,
+  };
+  const Symbols& s = symbols();
+  if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer &&
+      s.hipDestroyExternalMemory) {
+    t.importMemoryFd = importMemoryFd;
+    t.mapExternalMemory = mapExternalMemory;
+    t.destroyExternalMemory = destroyExternalMemory;
+  }
+  return t;
+}
+
+// Built once, after the runtime loaded; never destroyed before the devices that point at it.
+const stream::DriverTable& table() {
+  static const stream::DriverTable t = makeTable();
+  return t;
+}
+
+// ---- devices --------------------------------------------------------------------------------
+
+struct DeviceInfo {
+  PhysicalDeviceProperties properties;
+  hipMemPool_t pool = nullptr;  // the device's default pool, when it has one
+};
+
+int attribute(int ordinal, hipDeviceAttribute_t a) {
+  int v = 0;
+  if (BATON_HIP(hipDeviceGetAttribute, &v, a, ordinal) != hipSuccess) return 0;
+  return v;
+}
+
+Status describe(int ordinal, DeviceInfo* out) {
+  const Symbols& s = symbols();
+  hipDevice_t dev = 0;
+  BATON_TRY(BATON_HIP_STATUS(hipDeviceGet, &dev, ordinal));
+  PhysicalDeviceProperties& p = out->properties;
+  p.backend = BackendKind::Hip;
+  p.ordinal = static_cast<uint32_t>(ordinal);
+  BATON_TRY(BATON_HIP_STATUS(hipDeviceGetName, p.name, static_cast<int>(sizeof p.name), dev));
+  if (s.hipDeviceGetUuid) {
+    hipUUID uuid{};
+    BATON_TRY(BATON_HIP_STATUS(hipDeviceGetUuid, &uuid, dev));
+    static_assert(sizeof uuid.bytes == sizeof p.uuid);
+    std::memcpy(p.uuid, uuid.bytes, sizeof p.uuid);
+  }
+  size_t total = 0;
+  BATON_TRY(BATON_HIP_STATUS(hipDeviceTotalMem, &total, dev));
+  p.totalMemory = total;
+  // gcnArchName is the architecture AMD's tools name ("gfx90a:sramecc+:xnack-").
+  hipDeviceProp_t props{};
+  BATON_TRY(BATON_HIP_STATUS(hipGetDeviceProperties, &props, ordinal));
+  const size_t archLength = strnlen(props.gcnArchName, sizeof p.arch - 1);
+  std::memcpy(p.arch, props.gcnArchName, archLength);
+  p.arch[archLength] = '\0';
+  p.computeMajor =
+      static_cast<uint32_t>(attribute(ordinal, hipDeviceAttributeComputeCapabilityMajor));
+  p.computeMinor =
+      static_cast<uint32_t>(attribute(ordinal, hipDeviceAttributeComputeCapabilityMinor));
+  p.maxQueues = kMaxQueues;
+
+  uint64_t caps = kCapabilityDeviceMemory | kCapabilityNativeTimepointWaits;
+  // Mapped pinned memory needs unified addressing, which every 64-bit Linux HIP platform has
+  // (hipDeviceAttributeUnifiedAddressing is documented as CUDA-only).
+  if (attribute(ordinal, hipDeviceAttributeCanMapHostMemory)) caps |= kCapabilityHostPinnedMemory;
+  if (attribute(ordinal, hipDeviceAttributeMemoryPoolsSupported) && s.hipDeviceGetDefaultMemPool &&
+      s.hipMallocFromPoolAsync && s.hipFreeAsync) {
+    if (BATON_HIP(hipDeviceGetDefaultMemPool, &out->pool, ordinal) == hipSuccess && out->pool)
+      caps |= kCapabilityStreamOrderedAlloc;
+    else
+      out->pool = nullptr;
+  }
+  if (attribute(ordinal, hipDeviceAttributeCanUseStreamWaitValue) && s.hipStreamWaitValue64 &&
+      s.hipStreamWriteValue64)
+    caps |= kCapabilityStreamMemOps64;
+  if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer && s.hipDestroyExternalMemory)
+    caps |= kCapabilityExternalMemoryOpaqueFd;
+  p.capabilities = caps;
+  return Status();
+}
+
+class HipBackend final : public core::Backend {
+ public:
+  BackendKind kind() const override { return BackendKind::Hip; }
+
+  Status load() override {
+    const Driver& d = loadDriver();
+    if (!d.loadStatus.ok()) return d.loadStatus;
+    devices_.clear();
+    noDevices_.clear();
+    // A runtime that loaded but found no device is not an error: the backend is available with
+    // 0 devices, and says why in the runtime's own words.
+    if (!d.initStatus.ok()) {
+      noDevices_ = d.initStatus.message();
+      int count = 0;
+      Status st = BATON_HIP_STATUS(hipGetDeviceCount, &count);
+      if (!st.ok()) noDevices_ += "; " + st.message();
+      return Status();
+    }
+    int count = 0;
+    Status st = BATON_HIP_STATUS(hipGetDeviceCount, &count);
+    if (!st.ok()) {
+      if (st.code() != Result::ErrorBackendUnavailable)
+        return Status(Result::ErrorBackendUnavailable, st.message());
+      noDevices_ = st.message();  // hipErrorNoDevice: loaded, no AMD GPU
+      return Status();
+    }
+    for (int i = 0; i < count; ++i) {
+      DeviceInfo info;
+      st = describe(i, &info);
+      if (!st.ok())
+        return Status(Result::ErrorBackendUnavailable,
+                      core::format("describing HIP device %d: %s", i, st.message().c_str()));
+      devices_.push_back(info);
+    }
+    if (count == 0) noDevices_ = "hipGetDeviceCount reports 0 devices";
+    return Status();
+  }
+
+  uint32_t deviceCount() const override { return static_cast<uint32_t>(devices_.size()); }
+
+  std::string noDevicesReason() const override { return noDevices_; }
+
+  PhysicalDeviceProperties properties(uint32_t ordinal) const override {
+    return devices_.at(ordinal).properties;
+  }
+
+  Status createDevice(uint32_t ordinal, core::Device& device,
+                      std::unique_ptr<core::DeviceImpl>* out) override {
+    const DeviceInfo& info = devices_.at(ordinal);
+    stream::DeviceConfig config;
+    config.driver = &table();
+    config.context = contextOf(static_cast<int>(ordinal));
+    config.ordinal = static_cast<int32_t>(ordinal);
+    // The device's default pool: HIP 5.2 creates pools with hipMemPoolCreate too, but the default
+    // pool is what hipMallocAsync uses, so baton's allocations share its cache with the
+    // application's. Its release threshold is left as the application set it.
+    config.memoryPool = info.pool;
+    // Nothing to release: no context was retained and the default pool is the runtime's.
+    config.release = [] {};
+    *out = stream::createDevice(device, std::move(config));
+    return Status();
+  }
+
+ private:
+  std::vector<DeviceInfo> devices_;
+  std::string noDevices_;
+};
+
+}  // namespace
+}  // namespace baton::hip
+
+namespace baton::core {
+std::unique_ptr<Backend> createHipBackend() { return std::make_unique<hip::HipBackend>(); }
+}  // namespace baton::core
