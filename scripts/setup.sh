@@ -6,9 +6,11 @@
 #                   "-Dcuda=disabled" (an existing directory keeps its options)
 
 # What the build, the tests (GoogleTest), the benchmarks (Google Benchmark) and the Vulkan interop
-# work (loader and headers, lavapipe as the CPU Vulkan driver, glslc, libpng for images) need.
+# work (loader and headers, lavapipe as the CPU Vulkan driver, glslc, libpng for images) need,
+# and the HIP backend: ROCm 5.2's headers and AMD's runtime, which loads on a machine without an
+# AMD GPU and reports no device (baton-info shows its reason).
 BATON_PACKAGES=(meson ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-  libvulkan-dev mesa-vulkan-drivers glslc libpng-dev)
+  libvulkan-dev mesa-vulkan-drivers glslc libpng-dev libamdhip64-dev libamdhip64-5)
 
 baton_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$baton_root"

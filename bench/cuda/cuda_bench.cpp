@@ -1,5 +1,10 @@
-// cuda_bench: the CUDA backend against raw CUDA driver calls measured in the same run
-// (issue 3, item 9). Each row prints baton's figure, the raw figure and the ratio.
+// cuda_bench: the CUDA or HIP backend against the raw driver calls of the same backend,
+// measured in the same run (issue 3, item 9; issue 14 for HIP). Each row prints baton's figure,
+// the raw figure and the ratio. `--backend hip` runs the HIP backend against raw HIP calls
+// (raw_driver.hpp); the default is CUDA. The rows name the CUDA calls below; on HIP they are
+// the same calls under their HIP names (hipStreamWaitEvent, hipEventRecord, ...), and baton's
+// per-submit query of the current context is hipGetDevice. The kernels are PTX, so HIP runs them
+// only over an NVIDIA GPU (the translation library of tests/hip, through BATON_HIP_DRIVER).
 //
 //   submit      host cost of one submit with one recorded wait + one signal, no work, vs
 //               cuStreamWaitEvent + cuEventRecord (the wait is on another stream's event that
@@ -31,8 +36,9 @@
 // moved by up to 2x between runs).
 // BATON_BENCH_SCALE=<n> divides the iteration counts (a smoke run). Output is unbuffered.
 // Arguments name the benchmarks to run (submit parts ping-pong wbs wake naive cpu steady); none:
-// all.
-#include <cuda.h>
+// all. `--backend cuda|hip` picks the backend: the first device of that backend is used. A
+// backend that is not built, not loaded or has no device, or a driver that cannot run the
+// kernels (the tests' fake driver), ends the run with the reason and exit code 77 (a skip).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -42,18 +48,22 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "cuda_symbols.hpp"
 #include "ptx_kernels.hpp"
+#include "raw_driver.hpp"
 #include "stream_backend.hpp"
 
 namespace {
 
 using baton::Result;
+using baton_bench::RawDriver;
+using baton_bench::RawEvent;
+using baton_bench::RawEventKind;
+using baton_bench::RawFunction;
+using baton_bench::RawStream;
 using Clock = std::chrono::steady_clock;
 
 [[noreturn]] void die(const char* what, const char* detail) {
@@ -65,13 +75,15 @@ using Clock = std::chrono::steady_clock;
     Result r_ = (expr);                                               \
     if (r_ != Result::Success) die(#expr, baton::lastErrorMessage()); \
   } while (0)
-#define CU_OK(expr)                                                          \
-  do {                                                                       \
-    CUresult r_ = (expr);                                                    \
-    if (r_ != CUDA_SUCCESS) die(#expr, baton::cuda::resultName(r_).c_str()); \
+// A raw driver call: 0 is success on both backends.
+#define RAW_OK(expr)                                       \
+  do {                                                     \
+    int r_ = (expr);                                       \
+    if (r_ != 0) die(#expr, driver.errorName(r_).c_str()); \
   } while (0)
 
-const baton::cuda::Symbols* cu = nullptr;
+// The chosen backend's raw calls (a copy: one indirection less on every call).
+RawDriver driver;
 
 double nsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
@@ -106,11 +118,8 @@ struct Env {
   baton::Instance instance;
   baton::Device device;
   baton::Queue q[2];
-  CUdevice cuDevice = 0;
-  CUcontext ctx = nullptr;
-  CUmodule module = nullptr;
-  CUfunction waitFlag = nullptr, empty = nullptr, spinNs = nullptr;
-  CUstream raw[2] = {nullptr, nullptr};
+  RawFunction waitFlag = nullptr, empty = nullptr, spinNs = nullptr;
+  RawStream raw[2] = {nullptr, nullptr};
   baton::Buffer gateBuffer;
   uint32_t* gateFlag = nullptr;
   uint64_t gateAddress = 0;
@@ -120,41 +129,38 @@ Env env;
 void closeGate() { __atomic_store_n(env.gateFlag, 0u, __ATOMIC_SEQ_CST); }
 void openGate() { __atomic_store_n(env.gateFlag, 1u, __ATOMIC_SEQ_CST); }
 
-CUresult launch(CUfunction f, CUstream s, uint64_t* arg) {
+int launch(RawFunction f, RawStream s, uint64_t* arg) {
   void* params[] = {arg};
-  return cu->cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, arg ? params : nullptr, nullptr);
+  return driver.launch(f, s, arg ? params : nullptr);
 }
 
 // Native callbacks.
 Result gateNative(const baton::NativeQueue& q, void*) {
-  return launch(env.waitFlag, static_cast<CUstream>(q.stream), &env.gateAddress) == CUDA_SUCCESS
+  return launch(env.waitFlag, static_cast<RawStream>(q.stream), &env.gateAddress) == 0
              ? Result::Success
              : Result::ErrorDriver;
 }
 Result emptyNative(const baton::NativeQueue& q, void*) {
-  return launch(env.empty, static_cast<CUstream>(q.stream), nullptr) == CUDA_SUCCESS
-             ? Result::Success
-             : Result::ErrorDriver;
+  return launch(env.empty, static_cast<RawStream>(q.stream), nullptr) == 0 ? Result::Success
+                                                                           : Result::ErrorDriver;
 }
 struct SpinArg {
   uint64_t ns;
 };
 Result spinNative(const baton::NativeQueue& q, void* user) {
-  return launch(env.spinNs, static_cast<CUstream>(q.stream), &static_cast<SpinArg*>(user)->ns) ==
-                 CUDA_SUCCESS
+  return launch(env.spinNs, static_cast<RawStream>(q.stream), &static_cast<SpinArg*>(user)->ns) == 0
              ? Result::Success
              : Result::ErrorDriver;
 }
 struct TimingEvent {
-  CUevent event = nullptr;
+  RawEvent event = nullptr;
   std::atomic<int> issued{0};
 };
 Result recordNative(const baton::NativeQueue& q, void* user) {
   auto* t = static_cast<TimingEvent*>(user);
   t->issued.fetch_add(1);
-  return cu->cuEventRecord(t->event, static_cast<CUstream>(q.stream)) == CUDA_SUCCESS
-             ? Result::Success
-             : Result::ErrorDriver;
+  return driver.eventRecord(t->event, static_cast<RawStream>(q.stream)) == 0 ? Result::Success
+                                                                             : Result::ErrorDriver;
 }
 
 baton::CommandBuffer commands(
@@ -184,28 +190,46 @@ Result submit(baton::Queue q, std::vector<baton::SemaphoreValue> waits,
   return q.submit(info);
 }
 
-CUevent timingEvent() {
-  CUevent e;
-  CU_OK(cu->cuEventCreate(&e, CU_EVENT_DEFAULT));
+RawEvent timingEvent() {
+  RawEvent e;
+  RAW_OK(driver.eventCreate(&e, RawEventKind::Timing));
   return e;
 }
-double elapsedUs(CUevent a, CUevent b) {
+double elapsedUs(RawEvent a, RawEvent b) {
   float ms = 0;
-  CU_OK(cu->cuEventElapsedTime(&ms, a, b));
+  RAW_OK(driver.eventElapsedMs(&ms, a, b));
   return ms * 1000.0;
 }
 
+// Ends the run as skipped (meson's exit code 77), saying why this machine cannot run it.
+[[noreturn]] void skip(const std::string& why) {
+  std::printf("cuda_bench: %s\n", why.c_str());
+  std::exit(77);
+}
+
+// The backend under test (--backend).
+baton::BackendKind backendKind = baton::BackendKind::Cuda;
+const char* backendName() { return backendKind == baton::BackendKind::Hip ? "HIP" : "CUDA"; }
+
 void setup() {
-  BATON_OK(baton::createInstance({}, &env.instance));
+  const std::string name = backendName();
+  // Only the backend under test (the host backend always loads: the submit row uses it).
+  baton::InstanceCreateInfo instanceInfo;
+  instanceInfo.backendMask = baton::backendBit(backendKind);
+  BATON_OK(baton::createInstance(instanceInfo, &env.instance));
   uint32_t count = 0;
   BATON_OK(env.instance.enumerateBackends(&count, nullptr));
   std::vector<baton::BackendInfo> infos(count);
   BATON_OK(env.instance.enumerateBackends(&count, infos.data()));
-  for (auto& b : infos)
-    if (b.kind == baton::BackendKind::Cuda && !b.available) {
-      std::printf("cuda_bench: CUDA unavailable: %s\n", b.reason);
-      std::exit(0);
-    }
+  bool compiled = false;
+  for (auto& b : infos) {
+    if (b.kind != backendKind) continue;
+    compiled = b.compiled;
+    if (b.compiled && !b.available) skip(name + " unavailable: " + b.reason);
+    if (b.available && b.deviceCount == 0)
+      skip("no " + name + " device" + (b.reason[0] ? ": " + std::string(b.reason) : ""));
+  }
+  if (!compiled) skip(name + " is not compiled into this build of baton");
   BATON_OK(env.instance.enumeratePhysicalDevices(&count, nullptr));
   std::vector<baton::PhysicalDevice> all(count);
   BATON_OK(env.instance.enumeratePhysicalDevices(&count, all.data()));
@@ -213,38 +237,34 @@ void setup() {
   baton::PhysicalDeviceProperties props;
   for (auto p : all) {
     BATON_OK(p.getProperties(&props));
-    if (props.backend == baton::BackendKind::Cuda) {
+    if (props.backend == backendKind) {
       physical = p;
       break;
     }
   }
-  if (!physical) {
-    std::printf("cuda_bench: no CUDA device\n");
-    std::exit(0);
-  }
-  std::printf("device: %s (compute %u.%u), driver %d\n", props.name, props.computeMajor,
-              props.computeMinor, baton::cuda::loadDriver().version);
+  if (!physical) skip("no " + name + " device");
+  std::printf("backend: %s\n", driver.name);
+  if (backendKind == baton::BackendKind::Cuda || !props.arch[0])
+    std::printf("device: %s (compute %u.%u), %s\n", props.name, props.computeMajor,
+                props.computeMinor, driver.versions().c_str());
+  else
+    std::printf("device: %s (compute %u.%u, arch %s), %s\n", props.name, props.computeMajor,
+                props.computeMinor, props.arch, driver.versions().c_str());
   baton::DeviceCreateInfo info;
   info.queueCount = 2;
   BATON_OK(env.instance.createDevice(physical, info, &env.device));
   BATON_OK(env.device.getQueue(0, &env.q[0]));
   BATON_OK(env.device.getQueue(1, &env.q[1]));
 
-  cu = &baton::cuda::symbols();
-  // The benchmarks launch PTX kernels: a driver without the module API (the tests' fake
-  // driver) cannot run them.
-  if (!cu->cuModuleLoadData || !cu->cuModuleGetFunction || !cu->cuLaunchKernel) {
-    std::printf("cuda_bench: this CUDA driver cannot load or launch kernels\n");
-    std::exit(0);
-  }
-  CU_OK(cu->cuDeviceGet(&env.cuDevice, static_cast<int>(props.ordinal)));
-  CU_OK(cu->cuDevicePrimaryCtxRetain(&env.ctx, env.cuDevice));
-  CU_OK(cu->cuCtxSetCurrent(env.ctx));
-  CU_OK(cu->cuModuleLoadData(&env.module, baton_test::kPtxKernels));
-  CU_OK(cu->cuModuleGetFunction(&env.waitFlag, env.module, "baton_wait_flag"));
-  CU_OK(cu->cuModuleGetFunction(&env.empty, env.module, "baton_empty"));
-  CU_OK(cu->cuModuleGetFunction(&env.spinNs, env.module, "baton_spin_ns"));
-  for (CUstream& s : env.raw) CU_OK(cu->cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  if (const char* why = driver.cannotRunKernels()) skip(why);
+  RAW_OK(driver.open(static_cast<int>(props.ordinal)));
+  if (int r = driver.moduleLoad(baton_test::kPtxKernels))
+    skip("the " + name + " driver cannot load the benchmarks' PTX kernels (NVIDIA GPU code): " +
+         driver.errorName(r));
+  RAW_OK(driver.getFunction(&env.waitFlag, "baton_wait_flag"));
+  RAW_OK(driver.getFunction(&env.empty, "baton_empty"));
+  RAW_OK(driver.getFunction(&env.spinNs, "baton_spin_ns"));
+  for (RawStream& s : env.raw) RAW_OK(driver.streamCreate(&s));
 
   baton::BufferCreateInfo gate;
   gate.size = 4;
@@ -257,14 +277,14 @@ void setup() {
   closeGate();
 }
 
-// `n` raw events made with `flags`, and their end.
-std::vector<CUevent> makeEvents(size_t n, unsigned flags = CU_EVENT_DISABLE_TIMING) {
-  std::vector<CUevent> events(n);
-  for (CUevent& e : events) CU_OK(cu->cuEventCreate(&e, flags));
+// `n` raw events of `kind`, and their end.
+std::vector<RawEvent> makeEvents(size_t n, RawEventKind kind = RawEventKind::Plain) {
+  std::vector<RawEvent> events(n);
+  for (RawEvent& e : events) RAW_OK(driver.eventCreate(&e, kind));
   return events;
 }
-void destroyEvents(const std::vector<CUevent>& events) {
-  for (CUevent e : events) CU_OK(cu->cuEventDestroy(e));
+void destroyEvents(const std::vector<RawEvent>& events) {
+  for (RawEvent e : events) RAW_OK(driver.eventDestroy(e));
 }
 
 // ---- 1. submit cost -------------------------------------------------------------------------
@@ -275,14 +295,13 @@ void benchSubmit() {
   baton::Semaphore s = semaphore("submit-s"), t = semaphore("submit-t");
   baton::CommandBuffer busy = commands({{spinNative, &hold}});
   uint64_t sv = 0, tv = 0;
-  std::vector<CUevent> rawEvents = makeEvents(kBatch);
-  std::vector<CUevent> rawBlocking =
-      makeEvents(kBatch, CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC);
-  CUevent busyEvent;
-  CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
+  std::vector<RawEvent> rawEvents = makeEvents(kBatch);
+  std::vector<RawEvent> rawBlocking = makeEvents(kBatch, RawEventKind::BlockingSync);
+  RawEvent busyEvent;
+  RAW_OK(driver.eventCreate(&busyEvent, RawEventKind::Plain));
   // Raw again, with each event queried by another thread after it completed, as a completion
   // thread does: what that costs the next record of the event is part of baton's figure.
-  std::vector<CUevent> rawQueried = makeEvents(kBatch);
+  std::vector<RawEvent> rawQueried = makeEvents(kBatch);
   std::vector<double> ours, enqueued, raw, rawBlock, rawForeign, ratios, enqueuedRatios;
   int late = 0;
   for (int rep = 0; rep < kReps; ++rep) {
@@ -311,21 +330,21 @@ void benchSubmit() {
     late += reached >= sv;  // the kernel ended before the batch did: the waits were not pending
     BATON_OK(env.device.waitIdle());
 
-    for (std::vector<CUevent>* events : {&rawEvents, &rawBlocking, &rawQueried}) {
-      CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
-      CU_OK(cu->cuEventRecord(busyEvent, env.raw[0]));
+    for (std::vector<RawEvent>* events : {&rawEvents, &rawBlocking, &rawQueried}) {
+      RAW_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+      RAW_OK(driver.eventRecord(busyEvent, env.raw[0]));
       t0 = Clock::now();
       for (int i = 0; i < kBatch; ++i) {
-        CU_OK(cu->cuStreamWaitEvent(env.raw[1], busyEvent, 0));
-        CU_OK(cu->cuEventRecord((*events)[i], env.raw[1]));
+        RAW_OK(driver.streamWaitEvent(env.raw[1], busyEvent));
+        RAW_OK(driver.eventRecord((*events)[i], env.raw[1]));
       }
       double ns = nsSince(t0) / kBatch;
       (events == &rawEvents ? raw : events == &rawBlocking ? rawBlock : rawForeign).push_back(ns);
-      CU_OK(cu->cuStreamSynchronize(env.raw[1]));
+      RAW_OK(driver.streamSynchronize(env.raw[1]));
       if (events == &rawQueried) {
         std::thread([&] {
-          CU_OK(cu->cuCtxSetCurrent(env.ctx));
-          for (CUevent e : rawQueried) CU_OK(cu->cuEventQuery(e));
+          RAW_OK(driver.makeCurrent());
+          for (RawEvent e : rawQueried) RAW_OK(driver.eventQuery(e));
         }).join();
       }
     }
@@ -384,12 +403,12 @@ void benchSubmit() {
     (void)ht.destroy();
   }
   row("  raw with blocking-sync events", median(rawBlock) / 1e3, median(raw) / 1e3, "us",
-      "(raw vs raw: cost of CU_EVENT_BLOCKING_SYNC)");
+      ("(raw vs raw: cost of " + std::string(driver.blockingSyncName) + ")").c_str());
   row("  raw, events queried by a 2nd thread", median(rawForeign) / 1e3, median(raw) / 1e3, "us",
       "(raw vs raw: each event was last queried by another thread)");
-  for (const std::vector<CUevent>* events : {&rawEvents, &rawBlocking, &rawQueried})
+  for (const std::vector<RawEvent>* events : {&rawEvents, &rawBlocking, &rawQueried})
     destroyEvents(*events);
-  CU_OK(cu->cuEventDestroy(busyEvent));
+  RAW_OK(driver.eventDestroy(busyEvent));
 }
 
 // ---- 1b. what the parts of a submit cost ---------------------------------------------------
@@ -406,9 +425,9 @@ void benchSubmitParts() {
   baton::Semaphore s = semaphore("parts-s"), t = semaphore("parts-t");
   baton::CommandBuffer busy = commands({{spinNative, &hold}});
   uint64_t sv = 0, tv = 0;
-  std::vector<CUevent> rawEvents = makeEvents(kBatch);
-  CUevent busyEvent;
-  CU_OK(cu->cuEventCreate(&busyEvent, CU_EVENT_DISABLE_TIMING));
+  std::vector<RawEvent> rawEvents = makeEvents(kBatch);
+  RawEvent busyEvent;
+  RAW_OK(driver.eventCreate(&busyEvent, RawEventKind::Plain));
   enum { kNothing, kSignal, kWait, kBoth, kVariants };
   const char* names[kVariants] = {"  parts: no wait, no signal", "  parts: 1 signal",
                                   "  parts: 1 recorded wait", "  parts: 1 wait + 1 signal"};
@@ -448,31 +467,33 @@ void benchSubmitParts() {
       BATON_OK(env.device.waitIdle());
     }
     {
-      CUcontext current = nullptr;
       auto t0 = Clock::now();
-      for (int i = 0; i < kBatch; ++i) CU_OK(cu->cuCtxGetCurrent(&current));
+      for (int i = 0; i < kBatch; ++i) RAW_OK(driver.currentQuery());
       rawCurrent.push_back(nsSince(t0) / kBatch);
     }
 
     for (bool withWait : {false, true}) {
-      CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
-      CU_OK(cu->cuEventRecord(busyEvent, env.raw[0]));
+      RAW_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+      RAW_OK(driver.eventRecord(busyEvent, env.raw[0]));
       auto t0 = Clock::now();
       for (int i = 0; i < kBatch; ++i) {
-        if (withWait) CU_OK(cu->cuStreamWaitEvent(env.raw[1], busyEvent, 0));
-        CU_OK(cu->cuEventRecord(rawEvents[i], env.raw[1]));
+        if (withWait) RAW_OK(driver.streamWaitEvent(env.raw[1], busyEvent));
+        RAW_OK(driver.eventRecord(rawEvents[i], env.raw[1]));
       }
       (withWait ? rawBoth : rawRecord).push_back(nsSince(t0) / kBatch);
-      CU_OK(cu->cuStreamSynchronize(env.raw[1]));
+      RAW_OK(driver.streamSynchronize(env.raw[1]));
     }
   }
   double m[kVariants];
   for (int v = 0; v < kVariants; ++v) m[v] = median(ours[v]) / 1e3;
   const double record = median(rawRecord) / 1e3, both = median(rawBoth) / 1e3;
-  row(names[kNothing], m[kNothing], record, "us", "(raw: cuEventRecord)");
-  row(names[kSignal], m[kSignal], record, "us", "(raw: cuEventRecord)");
-  row(names[kWait], m[kWait], both, "us", "(raw: cuStreamWaitEvent + cuEventRecord)");
-  row(names[kBoth], m[kBoth], both, "us", "(raw: cuStreamWaitEvent + cuEventRecord)");
+  const std::string recordNote = "(raw: " + std::string(driver.eventRecordName) + ")",
+                    bothNote = "(raw: " + std::string(driver.streamWaitEventName) + " + " +
+                               driver.eventRecordName + ")";
+  row(names[kNothing], m[kNothing], record, "us", recordNote.c_str());
+  row(names[kSignal], m[kSignal], record, "us", recordNote.c_str());
+  row(names[kWait], m[kWait], both, "us", bothNote.c_str());
+  row(names[kBoth], m[kBoth], both, "us", bothNote.c_str());
   char note[160];
   std::snprintf(note, sizeof note,
                 "(baton's added cost: base %.3f, signal %.3f, wait %.3f us beyond raw %.3f)",
@@ -483,30 +504,29 @@ void benchSubmitParts() {
       "%-34s %12.3f %12s %9s  us   (1 wait on a host-signalled value + 1 signal: the "
       "core alone, no driver call)\n",
       "  parts: held in the scheduler", median(held) / 1e3, "-", "-");
-  std::printf(
-      "%-34s %12s %12.3f %9s  us   (baton asks for the current context once per "
-      "submit)\n",
-      "  raw: cuCtxGetCurrent", "-", median(rawCurrent) / 1e3, "-");
+  std::printf("%-34s %12s %12.3f %9s  us   (baton asks for the current %s once per submit)\n",
+              ("  raw: " + std::string(driver.currentQueryName)).c_str(), "-",
+              median(rawCurrent) / 1e3, "-", driver.currentQueryWhat);
   destroyEvents(rawEvents);
-  CU_OK(cu->cuEventDestroy(busyEvent));
+  RAW_OK(driver.eventDestroy(busyEvent));
 }
 
 // ---- 2. cross-queue ping-pong -----------------------------------------------------------------
 
 // Round i of the raw event ping-pong between the two raw streams: stream 0 waits for round
 // i-1's event of stream 1 and records a[i]; stream 1 waits for that and records b[i].
-void rawRound(const std::vector<CUevent>& a, const std::vector<CUevent>& b, int i) {
-  if (i) CU_OK(cu->cuStreamWaitEvent(env.raw[0], b[i - 1], 0));
-  CU_OK(cu->cuEventRecord(a[i], env.raw[0]));
-  CU_OK(cu->cuStreamWaitEvent(env.raw[1], a[i], 0));
-  CU_OK(cu->cuEventRecord(b[i], env.raw[1]));
+void rawRound(const std::vector<RawEvent>& a, const std::vector<RawEvent>& b, int i) {
+  if (i) RAW_OK(driver.streamWaitEvent(env.raw[0], b[i - 1]));
+  RAW_OK(driver.eventRecord(a[i], env.raw[0]));
+  RAW_OK(driver.streamWaitEvent(env.raw[1], a[i]));
+  RAW_OK(driver.eventRecord(b[i], env.raw[1]));
 }
 
 // The raw live ping-pong with its driver calls made by a second thread, to which this thread
 // hands each round through a ring of slots: the floor of any design that issues on a thread of
 // its own (baton's device issuing thread), with no bookkeeping at all. Returns the wall time
 // in ns from the first hand-off until the last event completed.
-double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb) {
+double rawHandoff(const std::vector<RawEvent>& la, const std::vector<RawEvent>& lb) {
   struct alignas(64) Slot {
     std::atomic<int> round{-1};
   };
@@ -515,7 +535,7 @@ double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb
   const int n = static_cast<int>(la.size());
   auto t0 = Clock::now();
   std::thread issuer([&] {
-    CU_OK(cu->cuCtxSetCurrent(env.ctx));
+    RAW_OK(driver.makeCurrent());
     for (int i = 0; i < n; ++i) {
       Slot& slot = slots[i % 64];
       while (slot.round.load(std::memory_order_acquire) != i) {
@@ -531,7 +551,7 @@ double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb
     slot.round.store(i, std::memory_order_release);
   }
   issuer.join();
-  CU_OK(cu->cuEventSynchronize(lb[n - 1]));
+  RAW_OK(driver.eventSynchronize(lb[n - 1]));
   return nsSince(t0);
 }
 
@@ -543,7 +563,7 @@ double rawHandoff(const std::vector<CUevent>& la, const std::vector<CUevent>& lb
 // chunks the clock stops while the held submissions are released and finish (as in the live
 // loop, the core then recycles their storage). Returns the ns of all chunks together, plus the
 // wait for the last raw event (as rawHandoff, the caller divides by the rounds).
-double rawPlusScheduler(const std::vector<CUevent>& la, const std::vector<CUevent>& lb,
+double rawPlusScheduler(const std::vector<RawEvent>& la, const std::vector<RawEvent>& lb,
                         baton::Semaphore& gate, uint64_t* gv, baton::Semaphore& x, uint64_t* xv,
                         baton::Semaphore& y, uint64_t* yv) {
   const int kSerialChunk = 32;
@@ -563,7 +583,7 @@ double rawPlusScheduler(const std::vector<CUevent>& la, const std::vector<CUeven
     BATON_OK(env.device.waitIdle());
   }
   auto t0 = Clock::now();
-  CU_OK(cu->cuEventSynchronize(lb[n - 1]));
+  RAW_OK(driver.eventSynchronize(lb[n - 1]));
   return ns + nsSince(t0);
 }
 
@@ -576,7 +596,7 @@ void benchPingPong() {
   end.event = timingEvent();
   baton::CommandBuffer first = commands({{spinNative, &hold}, {recordNative, &start}});
   baton::CommandBuffer last = commands({{recordNative, &end}});
-  std::vector<CUevent> ea = makeEvents(kRounds), eb = makeEvents(kRounds);
+  std::vector<RawEvent> ea = makeEvents(kRounds), eb = makeEvents(kRounds);
   uint64_t sv = 0, tv = 0;
   std::vector<double> ours, raw;
   for (int rep = 0; rep < kReps; ++rep) {
@@ -591,11 +611,11 @@ void benchPingPong() {
     BATON_OK(t.wait(tv, UINT64_MAX));
     ours.push_back(elapsedUs(start.event, end.event) / kRounds);
 
-    CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
-    CU_OK(cu->cuEventRecord(start.event, env.raw[0]));
+    RAW_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+    RAW_OK(driver.eventRecord(start.event, env.raw[0]));
     for (int i = 0; i < kRounds; ++i) rawRound(ea, eb, i);
-    CU_OK(cu->cuEventRecord(end.event, env.raw[1]));
-    CU_OK(cu->cuEventSynchronize(end.event));
+    RAW_OK(driver.eventRecord(end.event, env.raw[1]));
+    RAW_OK(driver.eventSynchronize(end.event));
     raw.push_back(elapsedUs(start.event, end.event) / kRounds);
   }
   row("ping-pong, per round trip (GPU)", median(ours), median(raw), "us",
@@ -621,11 +641,11 @@ void benchPingPong() {
     BATON_OK(t.wait(tv, UINT64_MAX));
     ours.push_back(nsSince(t0) / 1e3 / kLive);
     cpuOurs += cpuSeconds() - c0;
-    std::vector<CUevent> la = makeEvents(kLive), lb = makeEvents(kLive);
+    std::vector<RawEvent> la = makeEvents(kLive), lb = makeEvents(kLive);
     c0 = cpuSeconds();
     t0 = Clock::now();
     for (int i = 0; i < kLive; ++i) rawRound(la, lb, i);
-    CU_OK(cu->cuEventSynchronize(lb[kLive - 1]));
+    RAW_OK(driver.eventSynchronize(lb[kLive - 1]));
     raw.push_back(nsSince(t0) / 1e3 / kLive);
     cpuRaw += cpuSeconds() - c0;
     ratios.push_back(ours.back() / raw.back());
@@ -661,8 +681,8 @@ void benchWaitBeforeSignal() {
   t1.event = timingEvent();
   baton::CommandBuffer producer = commands({{spinNative, &hold}, {recordNative, &t0}});
   baton::CommandBuffer consumer = commands({{recordNative, &t1}});
-  CUevent edge;
-  CU_OK(cu->cuEventCreate(&edge, CU_EVENT_DISABLE_TIMING));
+  RawEvent edge;
+  RAW_OK(driver.eventCreate(&edge, RawEventKind::Plain));
   uint64_t v = 0;
   int issuedBeforeGate = 0;
   std::vector<double> ours, raw;
@@ -682,19 +702,19 @@ void benchWaitBeforeSignal() {
     BATON_OK(env.device.waitIdle());
     ours.push_back(elapsedUs(t0.event, t1.event));
 
-    CU_OK(launch(env.spinNs, env.raw[0], &hold.ns));
-    CU_OK(cu->cuEventRecord(t0.event, env.raw[0]));
-    CU_OK(cu->cuEventRecord(edge, env.raw[0]));
-    CU_OK(cu->cuStreamWaitEvent(env.raw[1], edge, 0));
-    CU_OK(cu->cuEventRecord(t1.event, env.raw[1]));
-    CU_OK(cu->cuEventSynchronize(t1.event));
+    RAW_OK(launch(env.spinNs, env.raw[0], &hold.ns));
+    RAW_OK(driver.eventRecord(t0.event, env.raw[0]));
+    RAW_OK(driver.eventRecord(edge, env.raw[0]));
+    RAW_OK(driver.streamWaitEvent(env.raw[1], edge));
+    RAW_OK(driver.eventRecord(t1.event, env.raw[1]));
+    RAW_OK(driver.eventSynchronize(t1.event));
     raw.push_back(elapsedUs(t0.event, t1.event));
   }
   char note[128];
   std::snprintf(note, sizeof note, "consumer issued before producer finished: %d/%d",
                 issuedBeforeGate, kReps);
   row("wait-before-signal edge (GPU)", median(ours), median(raw), "us", note);
-  CU_OK(cu->cuEventDestroy(edge));
+  RAW_OK(driver.eventDestroy(edge));
 }
 
 // ---- 4. host wake ---------------------------------------------------------------------------
@@ -703,8 +723,8 @@ void benchHostWake() {
   const int kReps = iters(300);
   baton::Semaphore s = semaphore("wake");
   baton::CommandBuffer gate = commands({{gateNative, nullptr}});
-  CUevent e;
-  CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  RawEvent e;
+  RAW_OK(driver.eventCreate(&e, RawEventKind::Plain));
   uint64_t v = 0;
   std::vector<double> ours, raw;
   for (int rep = 0; rep < kReps; ++rep) {
@@ -717,19 +737,19 @@ void benchHostWake() {
     ours.push_back(nsSince(t0));
 
     closeGate();
-    CU_OK(launch(env.waitFlag, env.raw[0], &env.gateAddress));
-    CU_OK(cu->cuEventRecord(e, env.raw[0]));
+    RAW_OK(launch(env.waitFlag, env.raw[0], &env.gateAddress));
+    RAW_OK(driver.eventRecord(e, env.raw[0]));
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     t0 = Clock::now();
     openGate();
-    CU_OK(cu->cuEventSynchronize(e));
+    RAW_OK(driver.eventSynchronize(e));
     raw.push_back(nsSince(t0));
   }
   double o = median(ours), r = median(raw);
   char note[96];
   std::snprintf(note, sizeof note, "(includes the gate's exit; difference %.2f us)", (o - r) / 1e3);
   row("host wake after GPU completion", o / 1e3, r / 1e3, "us", note);
-  CU_OK(cu->cuEventDestroy(e));
+  RAW_OK(driver.eventDestroy(e));
 }
 
 // ---- 5. naive loop ----------------------------------------------------------------------------
@@ -747,12 +767,12 @@ void benchNaive() {
   double ours = nsSince(t0) / kIters;
   t0 = Clock::now();
   for (int i = 0; i < kIters; ++i) {
-    CU_OK(launch(env.empty, env.raw[0], nullptr));
-    CU_OK(cu->cuStreamSynchronize(env.raw[0]));
+    RAW_OK(launch(env.empty, env.raw[0], nullptr));
+    RAW_OK(driver.streamSynchronize(env.raw[0]));
   }
   double raw = nsSince(t0) / kIters;
   row("naive: submit kernel + wait, each", ours / 1e3, raw / 1e3, "us",
-      "(raw: launch + cuStreamSynchronize)");
+      ("(raw: launch + " + std::string(driver.streamSynchronizeName) + ")").c_str());
 }
 
 // ---- 6. CPU burned while waiting ----------------------------------------------------------------
@@ -766,18 +786,18 @@ void benchCpuWhileWaiting() {
   BATON_OK(submit(env.q[0], {}, {work}, {{s, 1}}));
   BATON_OK(s.wait(1, UINT64_MAX));
   double oursCpu = cpuSeconds() - c0, oursWall = nsSince(t0) / 1e6;
-  CUevent e;
-  CU_OK(cu->cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  RawEvent e;
+  RAW_OK(driver.eventCreate(&e, RawEventKind::Plain));
   c0 = cpuSeconds();
   t0 = Clock::now();
-  CU_OK(launch(env.spinNs, env.raw[0], &spin.ns));
-  CU_OK(cu->cuEventRecord(e, env.raw[0]));
-  CU_OK(cu->cuEventSynchronize(e));
+  RAW_OK(launch(env.spinNs, env.raw[0], &spin.ns));
+  RAW_OK(driver.eventRecord(e, env.raw[0]));
+  RAW_OK(driver.eventSynchronize(e));
   double rawCpu = cpuSeconds() - c0, rawWall = nsSince(t0) / 1e6;
   char note[96];
   std::snprintf(note, sizeof note, "(wall %.1f ms vs %.1f ms; whole process)", oursWall, rawWall);
   row("CPU while waiting 100 ms GPU work", oursCpu * 1e3, rawCpu * 1e3, "ms", note);
-  CU_OK(cu->cuEventDestroy(e));
+  RAW_OK(driver.eventDestroy(e));
 }
 
 // ---- 7. steady state ----------------------------------------------------------------------------
@@ -828,12 +848,6 @@ void benchSteadyState() {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IONBF, 0);
-  setup();
-  std::printf("BATON_CUDA_BLOCKING_SYNC_EVENTS=%s\n\n",
-              std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS")
-                  ? std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS")
-                  : "0");
-  std::printf("%-34s %12s %12s %9s  %s\n", "figure", "baton", "raw CUDA", "ratio", "unit");
   struct {
     const char* name;
     void (*run)();
@@ -841,19 +855,57 @@ int main(int argc, char** argv) {
                  {"ping-pong", benchPingPong},  {"wbs", benchWaitBeforeSignal},
                  {"wake", benchHostWake},       {"naive", benchNaive},
                  {"cpu", benchCpuWhileWaiting}, {"steady", benchSteadyState}};
+  const char* usage =
+      "usage: cuda_bench [--backend cuda|hip] [submit parts ping-pong wbs wake naive cpu "
+      "steady]\n";
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--backend" && i + 1 < argc) a += "=" + std::string(argv[++i]);
+    if (a == "--help" || a == "-h") {
+      std::printf("%s", usage);
+      return 0;
+    } else if (a == "--backend=cuda") {
+      backendKind = baton::BackendKind::Cuda;
+    } else if (a == "--backend=hip") {
+      backendKind = baton::BackendKind::Hip;
+    } else if (std::none_of(std::begin(benches), std::end(benches),
+                            [&](const auto& b) { return a == b.name; })) {
+      std::fprintf(stderr, "cuda_bench: unknown argument %s\n%s", a.c_str(), usage);
+      return 2;
+    } else {
+      only.push_back(a);
+    }
+  }
+#if BATON_BENCH_CUDA
+  if (backendKind == baton::BackendKind::Cuda) driver = baton_bench::rawCuda();
+#endif
+#if BATON_BENCH_HIP
+  if (backendKind == baton::BackendKind::Hip) driver = baton_bench::rawHip();
+#endif
+  if (!driver.name) skip(std::string(backendName()) + " is not compiled into this build");
+
+  setup();
+  if (backendKind == baton::BackendKind::Cuda)
+    std::printf("BATON_CUDA_BLOCKING_SYNC_EVENTS=%s\n\n",
+                std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS")
+                    ? std::getenv("BATON_CUDA_BLOCKING_SYNC_EVENTS")
+                    : "0");
+  else
+    std::printf("pooled events: plain (BATON_CUDA_BLOCKING_SYNC_EVENTS is the CUDA backend's)\n\n");
+  std::printf("%-34s %12s %12s %9s  %s\n", "figure", "baton",
+              ("raw " + std::string(driver.name)).c_str(), "ratio", "unit");
   for (auto& b : benches) {
-    if (argc > 1 && std::none_of(argv + 1, argv + argc,
-                                 [&](const char* a) { return std::strcmp(a, b.name) == 0; }))
-      continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), b.name) == only.end()) continue;
     std::fprintf(stderr, "[%s]\n", b.name);  // progress, so a hang shows where
     b.run();
   }
   BATON_OK(env.device.waitIdle());
-  for (CUstream s : env.raw) CU_OK(cu->cuStreamDestroy(s));
+  for (RawStream s : env.raw) RAW_OK(driver.streamDestroy(s));
   (void)env.gateBuffer.destroy();
   (void)env.device.destroy();
   (void)env.instance.destroy();
-  CU_OK(cu->cuModuleUnload(env.module));
-  CU_OK(cu->cuDevicePrimaryCtxRelease(env.cuDevice));
+  RAW_OK(driver.moduleUnload());
+  RAW_OK(driver.close());
   return 0;
 }

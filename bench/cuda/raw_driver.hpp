@@ -1,0 +1,91 @@
+// The raw side of cuda_bench: the driver calls that each figure of baton is compared with, and
+// the kernels and timing events the benchmarks themselves use, for one backend (CUDA or HIP).
+// One table of functions, so that the benchmarks are written once and run on either backend
+// (`cuda_bench --backend hip`); each implementation lives in its own file (raw_cuda.cpp over
+// baton::cuda::symbols(), raw_hip.cpp over baton::hip::symbols()). Every function from
+// makeCurrent() on is exactly one driver call, straight through the symbol table (not through
+// baton's fault-injection wrapper): a raw figure is the driver's cost plus one indirect call to a
+// trampoline that jumps into the driver (about a nanosecond).
+//
+// Handles are opaque (CUstream / hipStream_t and so on); results are the driver's own codes as
+// int, 0 being success on both (CUDA_SUCCESS, hipSuccess). One device per process: open() keeps
+// the device (and on CUDA its primary context) that makeCurrent() makes current on other threads.
+#pragma once
+
+#include <string>
+
+namespace baton_bench {
+
+using RawStream = void*;
+using RawEvent = void*;
+using RawFunction = void*;
+
+enum class RawEventKind {
+  Plain,         // timing disabled (CU_EVENT_DISABLE_TIMING, hipEventDisableTiming)
+  BlockingSync,  // timing disabled + blocking sync (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync)
+  Timing,        // default flags: timing enabled (for eventElapsedMs)
+};
+
+struct RawDriver {
+  // "CUDA", "HIP": the table's column is "raw <name>".
+  const char* name;
+  // The calls' own names, for the notes of the rows.
+  const char* streamWaitEventName;    // cuStreamWaitEvent
+  const char* eventRecordName;        // cuEventRecord
+  const char* streamSynchronizeName;  // cuStreamSynchronize
+  const char* blockingSyncName;       // CU_EVENT_BLOCKING_SYNC
+  const char* currentQueryName;       // cuCtxGetCurrent: what baton asks once per submit
+  const char* currentQueryWhat;       // "context" (CUDA), "device" (HIP)
+
+  // The driver's versions (and, where it tells, the library that loaded), for the header line.
+  // Only after the backend loaded.
+  std::string (*versions)();
+  // Why the benchmarks' kernels or timing events cannot run on this driver (a missing module,
+  // launch or elapsed-time entry point: the tests' fake driver), or nullptr.
+  const char* (*cannotRunKernels)();
+
+  // Takes device `ordinal` (CUDA: retains its primary context) and makes it current here.
+  int (*open)(int ordinal);
+  // Makes open()'s device current on the calling thread.
+  int (*makeCurrent)();
+  // The query that baton makes once per submit (cuCtxGetCurrent, hipGetDevice).
+  int (*currentQuery)();
+  // Releases what open() took (CUDA: the primary context).
+  int (*close)();
+
+  int (*moduleLoad)(const char* image);  // one module per process
+  int (*moduleUnload)();
+  int (*getFunction)(RawFunction* out, const char* name);
+  // A 1x1x1 grid of one thread; params as cuLaunchKernel's kernelParams (nullptr: none).
+  int (*launch)(RawFunction function, RawStream stream, void** params);
+
+  int (*streamCreate)(RawStream* out);  // non-blocking
+  int (*streamDestroy)(RawStream stream);
+  int (*streamSynchronize)(RawStream stream);
+  int (*streamWaitEvent)(RawStream stream, RawEvent event);
+
+  int (*eventCreate)(RawEvent* out, RawEventKind kind);
+  int (*eventDestroy)(RawEvent event);
+  int (*eventRecord)(RawEvent event, RawStream stream);
+  int (*eventQuery)(RawEvent event);
+  int (*eventSynchronize)(RawEvent event);
+  int (*eventElapsedMs)(float* ms, RawEvent start, RawEvent end);
+
+  // "CUDA_ERROR_NOT_READY", "hipErrorNotReady", ...
+  std::string (*errorName)(int result);
+};
+
+// The functions of a RawDriver in member order: each implementation defines functions of these
+// names and lists them with this macro after the names of its calls.
+#define BATON_BENCH_RAW_FUNCTIONS                                                               \
+  versions, cannotRunKernels, open, makeCurrent, currentQuery, close, moduleLoad, moduleUnload, \
+      getFunction, launch, streamCreate, streamDestroy, streamSynchronize, streamWaitEvent,     \
+      eventCreate, eventDestroy, eventRecord, eventQuery, eventSynchronize, eventElapsedMs,     \
+      errorName
+
+// Defined by raw_cuda.cpp and raw_hip.cpp, each built with its backend (BATON_BENCH_CUDA,
+// BATON_BENCH_HIP).
+const RawDriver& rawCuda();
+const RawDriver& rawHip();
+
+}  // namespace baton_bench

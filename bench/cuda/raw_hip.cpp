@@ -1,0 +1,107 @@
+// cuda_bench's raw side on HIP (raw_driver.hpp): the HIP runtime through baton's own symbol
+// table, the same calls as raw_cuda.cpp under their HIP names. HIP has no context to retain: a
+// thread works on its current device (hipSetDevice), which is what baton's HIP backend asks for
+// once per submit (hipGetDevice). The benchmarks' kernels are PTX: they load where the runtime
+// runs on an NVIDIA GPU (the translation library of tests/hip on the H100), not on an AMD GPU.
+#include "hip_symbols.hpp"
+#include "raw_driver.hpp"
+
+namespace baton_bench {
+namespace {
+
+const baton::hip::Symbols* hip = nullptr;
+int device = 0;
+hipModule_t module = nullptr;
+
+hipStream_t stream(RawStream s) { return static_cast<hipStream_t>(s); }
+hipEvent_t event(RawEvent e) { return static_cast<hipEvent_t>(e); }
+
+std::string versions() {
+  const baton::hip::Driver& d = baton::hip::loadDriver();
+  return "HIP runtime " + std::to_string(d.runtimeVersion) + ", driver " +
+         std::to_string(d.driverVersion) + " (" + d.path + ")";
+}
+const char* cannotRunKernels() {
+  hip = &baton::hip::symbols();
+  if (!hip->hipModuleLoadData || !hip->hipModuleGetFunction || !hip->hipModuleLaunchKernel ||
+      !hip->hipModuleUnload)
+    return "this HIP runtime cannot load or launch kernels (no hipModuleLoadData, "
+           "hipModuleGetFunction, hipModuleLaunchKernel or hipModuleUnload)";
+  if (!hip->hipEventElapsedTime) return "this HIP runtime cannot time events (hipEventElapsedTime)";
+  return nullptr;
+}
+
+int open(int ordinal) {
+  hip = &baton::hip::symbols();
+  device = ordinal;
+  return hip->hipSetDevice(device);
+}
+int makeCurrent() { return hip->hipSetDevice(device); }
+int currentQuery() {
+  int current = 0;
+  return hip->hipGetDevice(&current);
+}
+int close() { return hipSuccess; }
+
+int moduleLoad(const char* image) { return hip->hipModuleLoadData(&module, image); }
+int moduleUnload() { return hip->hipModuleUnload(module); }
+int getFunction(RawFunction* out, const char* name) {
+  hipFunction_t f = nullptr;
+  hipError_t r = hip->hipModuleGetFunction(&f, module, name);
+  *out = f;
+  return r;
+}
+int launch(RawFunction f, RawStream s, void** params) {
+  return hip->hipModuleLaunchKernel(static_cast<hipFunction_t>(f), 1, 1, 1, 1, 1, 1, 0, stream(s),
+                                    params, nullptr);
+}
+
+int streamCreate(RawStream* out) {
+  hipStream_t s = nullptr;
+  hipError_t r = hip->hipStreamCreateWithFlags(&s, hipStreamNonBlocking);
+  *out = s;
+  return r;
+}
+int streamDestroy(RawStream s) { return hip->hipStreamDestroy(stream(s)); }
+int streamSynchronize(RawStream s) { return hip->hipStreamSynchronize(stream(s)); }
+int streamWaitEvent(RawStream s, RawEvent e) {
+  return hip->hipStreamWaitEvent(stream(s), event(e), 0);
+}
+
+int eventCreate(RawEvent* out, RawEventKind kind) {
+  unsigned flags = kind == RawEventKind::Timing ? hipEventDefault
+                   : kind == RawEventKind::BlockingSync
+                       ? hipEventDisableTiming | hipEventBlockingSync
+                       : hipEventDisableTiming;
+  hipEvent_t e = nullptr;
+  hipError_t r = hip->hipEventCreateWithFlags(&e, flags);
+  *out = e;
+  return r;
+}
+int eventDestroy(RawEvent e) { return hip->hipEventDestroy(event(e)); }
+int eventRecord(RawEvent e, RawStream s) { return hip->hipEventRecord(event(e), stream(s)); }
+int eventQuery(RawEvent e) { return hip->hipEventQuery(event(e)); }
+int eventSynchronize(RawEvent e) { return hip->hipEventSynchronize(event(e)); }
+int eventElapsedMs(float* ms, RawEvent a, RawEvent b) {
+  return hip->hipEventElapsedTime(ms, event(a), event(b));
+}
+
+std::string errorName(int r) { return baton::hip::resultName(static_cast<hipError_t>(r)); }
+
+}  // namespace
+
+const RawDriver& rawHip() {
+  static const RawDriver d = {
+      "HIP",
+      "hipStreamWaitEvent",
+      "hipEventRecord",
+      "hipStreamSynchronize",
+      "hipEventBlockingSync",
+      "hipGetDevice",
+      "device",
+      BATON_BENCH_RAW_FUNCTIONS,
+  };
+  return d;
+}
+
+}  // namespace baton_bench
