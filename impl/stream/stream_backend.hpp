@@ -24,6 +24,29 @@
 // completion thread ends; while a host thread sleeps, that thread sleeps in the driver
 // (interrupt-driven) when the oldest record is the stream's last work, and polls at most 50 µs
 // apart otherwise; with no host waiter it polls with a longer backoff (see kPollMaxNs).
+//
+// The files, one piece of machinery each, roughly in the order a submission meets them. Figures
+// quoted in them are from DESIGN §6 (H100, driver 580, CUDA 13). The parts are headers that only
+// stream_backend.cpp includes: the machinery is one translation unit, with internal linkage, so
+// that the compiler inlines across the parts (stream_backend.cpp says why).
+//   stream_driver.hpp     the driver table CUDA and HIP fill; ContextScope
+//   stream_backend.cpp    createDevice, stats(); the translation unit
+//   stream_device.hpp     StreamDevice (the core::DeviceImpl)
+//   stream_queue.hpp      StreamQueue (the core::QueueImpl): release, on the submitting thread
+//   issue_ring.hpp        Issue and IssueRing (release -> issue), Record (issue -> completion)
+//   issue_thread.hpp      IssueThread: the device's issuing thread
+//   issuer.hpp            Issuer: the driver calls of one submission, suspension at host calls
+//   host_calls.hpp        a submission's host callbacks and the driver's trampoline for them
+//   completion.hpp        Completion: a queue's completion thread
+//   queue_shared.hpp      QueueShared: a queue's state that all of the above share; DeviceIssuer
+//   stream_timepoint.hpp  StreamTimepoint (a recorded signal) and Waker (host waiters' wake-ups)
+//   event_pool.hpp        EventPool: a device's recycled events
+//   device_shared.hpp     DeviceShared: a device's state that outlives it; MemoryTag
+//   stream_interop.hpp    imported semaphores and memory (native interop)
+//   stream_tuning.hpp     the spin, poll, batch and ring constants
+//   stream_counters.hpp   the counters behind stats()
+// Beside the machinery, what the backends share about their driver libraries:
+//   driver_library.hpp    dlopen with the BATON_*_DRIVER override, symbol lookup, fault injection
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,342 @@
+// Completion: the body of a queue's completion thread, one per queue (StreamQueue starts it). It
+// observes the events of the queue's records in order, publishes the signalled values, recycles
+// events, asks the issuing thread to resume suspended submissions, and turns sticky driver errors
+// into device loss.
+//
+// Threads: it runs on its own thread only, and is the only owner of the queue's records in flight:
+// it takes them from the queue's inbox (under inboxMutex), polls or sleeps on the oldest event, and
+// publishes what completed in one Notifier scope; on device loss it fails them all, with the
+// suspended and deferred submissions (under issueMutex).
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "clock.hpp"
+#include "cpu.hpp"
+#include "issue_ring.hpp"
+#include "issuer.hpp"
+#include "notifier.hpp"
+#include "objects.hpp"
+#include "queue_shared.hpp"
+#include "stream_counters.hpp"
+#include "stream_tuning.hpp"
+
+namespace baton::stream {
+namespace {
+
+class Completion {
+ public:
+  explicit Completion(std::shared_ptr<QueueShared> q) : q_(std::move(q)), d_(q_->driver) {}
+
+  void run() {
+    tInternalThread = true;
+    // The thread's own driver calls always run in the device's context.
+    (void)d_.setCurrent(q_->device->config.context);
+    std::vector<Record> incoming;
+    std::vector<Ref<core::Queue>> passes;
+    for (;;) {
+      std::string lost;
+      // The flag first: the lock (a cache line the issuing thread writes) only when there is
+      // something to take.
+      if (q_->inboxPending.load(std::memory_order_acquire)) {
+        std::lock_guard<core::Mutex> lock(q_->inboxMutex);
+        q_->inboxPending.store(false, std::memory_order_relaxed);
+        incoming.swap(q_->inbox);
+        passes.swap(q_->passes);
+        if (q_->lostPending) {
+          lost = std::move(q_->lostReason);
+          q_->lostPending = false;
+        }
+      }
+      for (Record& r : incoming) {
+        urgent_ += r.urgent;
+        inflight_.push_back(std::move(r));
+      }
+      incoming.clear();
+      for (Ref<core::Queue>& queue : passes) queue->evaluate();
+      passes.clear();
+      if (!lost.empty()) q_->coreDevice->markLost(lost);
+      if (inflight_.empty()) {
+        // Nothing in flight: the core Device may be gone (see ~StreamQueue), touch only q_.
+        if (q_->stop.load(std::memory_order_acquire)) return;
+        if (lingerNs_ < kLingerNs) {
+          // Linger, polling, before sleeping until a push wakes it: while submissions keep
+          // coming, submitters then never pay for a wake-up (a futex syscall per submission).
+          lingerNs_ += pollNs_;
+          q_->waker->parker.park(Deadline::after(pollNs_));
+          pollNs_ = std::min(pollNs_ * 2, kPollMaxNs);
+          continue;
+        }
+        q_->waker->idle.store(true, std::memory_order_seq_cst);
+        bool empty;
+        {
+          std::lock_guard<core::Mutex> lock(q_->inboxMutex);
+          empty = q_->inbox.empty() && q_->passes.empty() && !q_->lostPending;
+        }
+        if (empty && !q_->stop.load(std::memory_order_acquire))
+          q_->waker->parker.park(Deadline::never());
+        q_->waker->idle.store(false, std::memory_order_seq_cst);
+        pollNs_ = kPollMinNs;
+        lingerNs_ = 0;
+        continue;
+      }
+      lingerNs_ = 0;
+      if (q_->coreDevice->lost()) {
+        failAll(q_->coreDevice->lostStatus());
+        continue;
+      }
+      size_t n = 0;
+      Status err = countCompleted(&n);
+      if (err.ok() && n == 0) err = sleepOnOldest();
+      if (err.isError()) {
+        q_->coreDevice->markLost(err.message());
+        failAll(q_->coreDevice->lostStatus());
+        continue;
+      }
+      if (n) {
+        finish(n);
+        pollNs_ = kPollMinNs;
+      }
+    }
+  }
+
+ private:
+  // How many records, oldest first, have completed. The stream is in order, so when the newest
+  // has completed all have: one query in the common catch-up case; otherwise the completed
+  // prefix is found by bisection. A scan from the oldest made up to one query per record, each
+  // on an event the issuing thread had just recorded; with bisection, the live ping-pong went
+  // from 1.70-1.92x to 1.54-1.82x raw on the H100 (4 alternating pairs, issue 3, item 9).
+  Status countCompleted(size_t* n) {
+    *n = 0;
+    Status s = d_.eventQuery(inflight_.back().timepoint->event());
+    if (s.ok()) {
+      *n = inflight_.size();
+      return Status();
+    }
+    if (s.isError()) return s;
+    size_t lo = 0, hi = inflight_.size() - 1;  // [0, lo) completed, hi not
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      s = d_.eventQuery(inflight_[mid].timepoint->event());
+      if (s.isError()) return s;
+      if (s.ok())
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    *n = lo;
+    return Status();
+  }
+
+  // Waits for the oldest record's event without burning the core: a short spin, then either a
+  // blocking-sync wait in the driver (interrupt driven) when a host thread waits for this
+  // thread or a record needs prompt publication, or a poll after a backoff sleep otherwise.
+  // Returns NotReady when it woke without completion.
+  Status sleepOnOldest() {
+    void* event = inflight_.front().timepoint->event();
+    // Spin only after progress, not at every poll of a long wait.
+    const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? kCompletionSpinNs : 0);
+    for (;;) {
+      Status s = d_.eventQuery(event);
+      if (s.code() != Result::NotReady) return s;
+      uint64_t now = core::nowNs();
+      if (now >= spinEnd) break;
+      // Not back to back: see kCompletionQueryGapNs.
+      const uint64_t next = now + kCompletionQueryGapNs;
+      while (core::nowNs() < next) core::cpuRelax();
+    }
+    if (urgent_ == 0 && q_->waker->sleepers.load(std::memory_order_seq_cst) == 0) {
+      // A host thread that starts waiting unparks this sleep (Waker::addSleeper).
+      q_->waker->parker.park(Deadline::after(pollNs_));
+      pollNs_ = std::min(pollNs_ * 2, kPollMaxNs);
+      return Status(Result::NotReady);
+    }
+    if (q_->device->config.blockingSyncEvents) return d_.eventSynchronize(event);
+    // A plain event cannot be slept on (eventSynchronize spins on it with the context's default
+    // scheduling). When the oldest record is the last work enqueued on the stream, a
+    // blocking-sync event recorded behind it on the same stream completes with it: sleep on
+    // that. issueMutex keeps anything from being enqueued in between; it is only tried: the
+    // issuing thread holds it across driver calls that can block until the GPU progresses, and
+    // the GPU may need this thread's publications for that (a Vulkan queue waiting for a value
+    // only the host publishes; the demo hung on it). Not on a helper stream that waits for the
+    // oldest event: on the H100, such a helper's blocking-sync event sometimes never completed
+    // while another queue's stream was blocked GPU-side on an imported semaphore that only this
+    // thread's publication would release (NativeInterop.AFailedCudaProducer..., about 1 run in
+    // 100; CUDA_DEVICE_MAX_CONNECTIONS=32 did not prevent it).
+    {
+      std::unique_lock<core::Mutex> lock(q_->issueMutex, std::try_to_lock);
+      if (lock.owns_lock() && q_->pushed == inflight_.front().seq) {
+        BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->stream));
+        lock.unlock();
+        return d_.eventSynchronize(q_->sleepEvent);
+      }
+    }
+    // Later work is queued behind the oldest record (a sleep in the driver would last until that
+    // work is done too), or the issuing thread is busy: poll, at most kUrgentPollMaxNs apart.
+    q_->waker->parker.park(Deadline::after(std::min(pollNs_, kUrgentPollMaxNs)));
+    pollNs_ = std::min(pollNs_ * 2, kUrgentPollMaxNs);
+    return Status(Result::NotReady);
+  }
+
+  // Publishes the first n records: timepoints completed, signal values reached, host-call
+  // failures propagated, deferred frees done; then resumes a suspended submission whose host
+  // calls have run.
+  void finish(size_t n) {
+    uint64_t submissions = 0, ops = 0;
+    bool resume = false;
+    for (size_t i = 0; i < n; ++i) ops += inflight_[i].ops;
+    {
+      core::Notifier::Scope scope;  // releases run once, when the batch is published
+      // Before the timepoints complete: their host waiters must find the signals failed.
+      for (size_t i = 0; i < n; ++i)
+        if (inflight_[i].externalWaits && !inflight_[i].signalsDone)
+          failIfReleasedByFailure(inflight_[i]);
+      for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
+      // Signals published as timepoints are already visible (a query of their event sees them
+      // complete): reach them in any order, once per semaphore with its highest value — one
+      // update of each semaphore's pending list instead of one per record, which matters when
+      // the thread catches up with many records.
+      reach_.clear();
+      for (size_t i = 0; i < n; ++i) {
+        Record& r = inflight_[i];
+        if (r.submission && !r.signalsDone && !r.hostPublished)
+          for (core::Submission::Signal& s : r.submission->signals)
+            reach_.emplace_back(s.semaphore.get(), s.value);
+      }
+      std::sort(reach_.begin(), reach_.end());
+      for (size_t i = 0; i < reach_.size(); ++i) {
+        if (i + 1 < reach_.size() && reach_[i + 1].first == reach_[i].first) continue;  // max
+        reach_[i].first->reach(reach_[i].second);
+      }
+      reach_.clear();
+      // Signals only the host publishes become visible here: record by record, in submission
+      // order (Vulkan's signal operation order).
+      for (size_t i = 0; i < n; ++i) {
+        Record& r = inflight_[i];
+        resume |= r.resumes;
+        urgent_ -= r.urgent;
+        if (!r.submission) continue;
+        ++submissions;
+        if (!r.hostPublished) continue;
+        int32_t failed = r.hostCalls ? r.hostCalls->firstError.load(std::memory_order_acquire) : 0;
+        if (failed != 0)
+          core::failSignals(*r.submission, Issuer(*q_).hostCallFailure(failed));
+        else
+          core::reachSignals(*r.submission);
+        q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+      }
+      for (size_t i = 0; i < n; ++i)
+        for (const core::Allocation& a : inflight_[i].freeAfter) q_->device->freeAllocation(a);
+      // Drop the references (semaphores, buffers, timepoints) before reporting the queue idle:
+      // Device::shutdown waits for idle, and must find nothing of ours holding the device.
+      inflight_.erase(inflight_.begin(), inflight_.begin() + static_cast<ptrdiff_t>(n));
+    }
+    Counters::add(kRecordsFinished, n);
+    q_->submissionsDone(submissions);
+    opsDone(ops);
+    if (resume) {
+      // The issuing thread resumes it: this thread makes no driver call that could wait for
+      // the GPU, which may need this thread's publications to progress.
+      q_->resumePending.store(true, std::memory_order_seq_cst);
+      q_->wakeIssuer();
+    }
+  }
+
+  // Counts the driver operations of finished records; wakes the issuing thread when it stopped
+  // issuing for this queue on their number (QueueShared::overOpsLimit).
+  void opsDone(uint64_t ops) {
+    if (ops == 0) return;
+    q_->opsDone.fetch_add(ops, std::memory_order_seq_cst);
+    if (q_->throttled.load(std::memory_order_seq_cst) &&
+        q_->throttled.exchange(false, std::memory_order_seq_cst))
+      q_->wakeIssuer();
+  }
+
+  // A GPU-side wait for an imported semaphore returns when the external semaphore reaches the
+  // value, which also happens when the baton semaphore failed and VulkanFailurePolicy::Release
+  // signalled it past every wait: baton's value then stays below the wait (a failed semaphore
+  // is never raised). Such a submission must fail its signals, not reach them.
+  void failIfReleasedByFailure(Record& r) {
+    for (const core::Submission::Wait& w : r.submission->waits) {
+      if (!w.external || !w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
+      core::failSignals(*r.submission,
+                        core::failedWait(q_->label, w, Result::ErrorSemaphoreFailed));
+      r.signalsDone = true;
+      if (r.hostPublished) {  // its publication is done too
+        r.hostPublished = false;
+        q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+      }
+      return;
+    }
+  }
+
+  // Device lost: every record in flight fails, and so do the suspended submission and those
+  // behind it.
+  void failAll(const Status& why) {
+    size_t n = inflight_.size();
+    uint64_t submissions = 0, ops = 0;
+    for (const Record& r : inflight_) ops += r.ops;
+    // Loss can be declared while this stream still runs (a fault seen on another queue or
+    // injected by a test): let it drain before the records release the memory it may use. On a
+    // faulted context this returns the sticky error at once.
+    (void)d_.streamSynchronize(q_->stream);
+    {
+      core::Notifier::Scope scope;
+      for (Record& r : inflight_) {
+        r.timepoint->complete(why);
+        if (r.submission) {
+          ++submissions;
+          if (!r.signalsDone) core::failSignals(*r.submission, why);
+          if (r.hostPublished) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
+        }
+        for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
+        // The driver may still call host functions of a faulted stream, or never: their data
+        // must stay valid either way, so it is deliberately leaked (only after device loss).
+        (void)r.hostCalls.release();
+      }
+      inflight_.clear();
+      urgent_ = 0;
+      std::lock_guard<core::Mutex> lock(q_->issueMutex);
+      if (q_->continuation) {
+        Record& c = *q_->continuation;
+        core::failSignals(*c.submission, why);
+        q_->dropRelease(c.published, c.hostPublish, why);
+        (void)c.hostCalls.release();
+        q_->continuation.reset();
+        ++submissions;
+      }
+      for (Issue& e : q_->deferred) {
+        core::failSignals(*e.submission, why);
+        q_->dropRelease(e.timepoint, e.hostPublish, why);
+      }
+      submissions += q_->deferred.size();
+      q_->deferred.clear();
+    }
+    Counters::add(kRecordsFinished, n);
+    q_->submissionsDone(submissions);
+    opsDone(ops);
+  }
+
+  std::shared_ptr<QueueShared> q_;
+  const DriverTable& d_;
+  std::deque<Record> inflight_;
+  std::vector<std::pair<core::Semaphore*, uint64_t>> reach_;
+  size_t urgent_ = 0;  // records in inflight_ with Record::urgent
+  uint64_t pollNs_ = kPollMinNs;
+  uint64_t lingerNs_ = 0;  // polled with nothing in flight so far
+};
+
+}  // namespace
+}  // namespace baton::stream

@@ -1,0 +1,68 @@
+// DeviceShared: the state of one device that its queues, timepoints and imported objects share,
+// and that outlives the core Device as long as any of them is alive (the configuration: driver
+// table, context, memory pool; and the event pool). MemoryTag: how an Allocation says which
+// driver call releases it.
+//
+// Threads: any. The fields are set at creation and only read after (the pool locks itself). The
+// last reference (the StreamDevice's, each QueueShared's, the issuing thread's, each imported
+// object's) can drop on any thread, which then destroys the pooled events and calls
+// DeviceConfig::release.
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "backend.hpp"
+#include "event_pool.hpp"
+#include "stream_backend.hpp"
+#include "stream_driver.hpp"
+
+namespace baton::stream {
+namespace {
+
+// What Allocation::native says about where memory came from, so that free() and dealloca pick
+// the matching release.
+enum class MemoryTag : uintptr_t { Device = 1, HostPinned = 2, StreamOrdered = 3 };
+
+void* tagOf(MemoryTag tag) { return reinterpret_cast<void*>(static_cast<uintptr_t>(tag)); }
+MemoryTag tagOf(const core::Allocation& a) {
+  return static_cast<MemoryTag>(reinterpret_cast<uintptr_t>(a.native));
+}
+
+// State of one device that outlives the core objects as long as anything uses it: timepoints
+// (held by semaphores and host waiters) need the event pool and the context after the device's
+// handle, or even the core Device, is gone.
+struct DeviceShared {
+  explicit DeviceShared(DeviceConfig c)
+      : config(std::move(c)), driver(*config.driver), pool(driver, config.blockingSyncEvents) {}
+  ~DeviceShared() {
+    {
+      ContextScope scope(driver, config.context);
+      pool.destroyAll();
+    }
+    if (config.release) config.release();
+  }
+
+  // Releases memory that no pending work uses any more.
+  void freeAllocation(const core::Allocation& a) {
+    ContextScope scope(driver, config.context);
+    switch (tagOf(a)) {
+      case MemoryTag::Device:
+      case MemoryTag::StreamOrdered:
+        // cuMemFree accepts pool memory too; its users are done (the caller guarantees it).
+        (void)driver.memFree(a.deviceAddress);
+        break;
+      case MemoryTag::HostPinned: (void)driver.hostFree(a.host); break;
+    }
+  }
+
+  DeviceConfig config;
+  const DriverTable& driver;
+  EventPool pool;
+};
+
+}  // namespace
+}  // namespace baton::stream

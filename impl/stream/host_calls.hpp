@@ -1,0 +1,46 @@
+// HostCalls: the host callbacks (HostCall commands) of one submission, and the trampoline through
+// which the driver calls them (defined after QueueShared, in queue_shared.hpp: it hands scheduler
+// passes to the queue).
+//
+// Threads: the issuing thread fills `calls` and enqueues them (Issuer::enqueueWork); the driver's
+// callback thread runs the trampoline, which records the first failure in `firstError` and hands
+// the scheduler passes a callback caused to the completion thread (QueueShared::handOff); the
+// completion and issuing threads read `firstError` once an event recorded behind the calls has
+// completed.
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "baton/command_buffer.hpp"
+
+namespace baton::stream {
+namespace {
+
+struct QueueShared;
+
+// The host callbacks of one submission. The trampoline is the cuLaunchHostFunc function: it
+// runs on the driver's callback thread, calls the user's callback and records a failure; it
+// makes no driver call of its own (CUDA forbids driver calls inside a host function: they can
+// deadlock). The completion thread acts on the recorded result once an event recorded after the
+// host call has completed: it reaches or fails the signals there, not here, because a semaphore
+// change can release and issue other submissions inline.
+struct HostCalls {
+  struct Call {
+    HostCalls* owner;
+    HostCallback callback;
+    void* userData;
+  };
+  static void trampoline(void* data);
+  std::vector<Call> calls;  // reserved up front: the driver holds pointers into it
+  std::atomic<int32_t> firstError{0};
+  std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
+};
+
+}  // namespace
+}  // namespace baton::stream

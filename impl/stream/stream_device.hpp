@@ -1,0 +1,129 @@
+// StreamDevice: the core::DeviceImpl of a CUDA or HIP device (createDevice, stream_backend.cpp,
+// makes it). It owns the device's issuing thread (issue_thread.hpp), creates queues (a stream
+// each, stream_queue.hpp), allocates memory and imports native interop objects
+// (stream_interop.hpp).
+//
+// Threads: the core calls it on any thread; each call makes the device's context current for its
+// driver calls.
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <pthread.h>
+
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "backend.hpp"
+#include "device_shared.hpp"
+#include "issue_thread.hpp"
+#include "objects.hpp"
+#include "queue_shared.hpp"
+#include "stream_driver.hpp"
+#include "stream_interop.hpp"
+#include "stream_queue.hpp"
+
+namespace baton::stream {
+namespace {
+
+class StreamDevice final : public core::DeviceImpl {
+ public:
+  StreamDevice(core::Device& device, std::shared_ptr<DeviceShared> shared)
+      : device_(device), shared_(std::move(shared)), issuer_(std::make_shared<DeviceIssuer>()) {
+    thread_ = std::thread([i = issuer_, d = shared_] { IssueThread(i, d).run(); });
+    pthread_setname_np(thread_.native_handle(), "baton-issue");  // for profilers, debuggers
+    issuer_->threadId = thread_.get_id();
+  }
+
+  // The queues are gone (the core Device destroys them first): the issuing thread exits. It can
+  // be this thread (see ~StreamQueue); then it exits after the call that destroyed the device.
+  ~StreamDevice() override {
+    issuer_->stop.store(true, std::memory_order_seq_cst);
+    issuer_->parker.unpark();
+    if (thread_.get_id() == std::this_thread::get_id())
+      thread_.detach();
+    else
+      thread_.join();
+  }
+
+  Status createQueue(uint32_t index, core::Queue& queue,
+                     std::unique_ptr<core::QueueImpl>* out) override {
+    const DriverTable& d = shared_->driver;
+    ContextScope context(d, shared_->config.context);
+    auto q = std::make_shared<QueueShared>(shared_, &device_, index, queue.label());
+    q->issuer = issuer_;
+    BATON_TRY(d.streamCreate(&q->stream).context("creating the stream of " + queue.label()));
+    if (!shared_->config.blockingSyncEvents)
+      BATON_TRY(d.eventCreate(&q->sleepEvent, true).context("creating a blocking-sync event"));
+    *out = std::make_unique<StreamQueue>(std::move(q));
+    return Status();
+  }
+
+  Status allocate(const BufferCreateInfo& info, core::Allocation* out) override {
+    const DriverTable& d = shared_->driver;
+    ContextScope context(d, shared_->config.context);
+    core::Allocation a;
+    a.size = info.size;
+    if (info.memory == MemoryKind::HostPinned) {
+      BATON_TRY(d.hostAlloc(&a.host, &a.deviceAddress, info.size));
+      a.native = tagOf(MemoryTag::HostPinned);
+    } else {
+      BATON_TRY(d.memAlloc(&a.deviceAddress, info.size));
+      a.native = tagOf(MemoryTag::Device);
+    }
+    *out = a;
+    return Status();
+  }
+
+  void free(const core::Allocation& allocation) override { shared_->freeAllocation(allocation); }
+
+  bool importsTimelineFd() const override { return shared_->driver.importTimelineFd != nullptr; }
+  bool importsMemoryFd() const override { return shared_->driver.importMemoryFd != nullptr; }
+
+  Status importTimelineFd(int fd, uint64_t deviceHandle,
+                          Ref<core::ExternalSemaphore>* out) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.importTimelineFd)
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver cannot import external semaphores", d.name));
+    ContextScope context(d, shared_->config.context);
+    void* handle = nullptr;
+    BATON_TRY(d.importTimelineFd(fd, &handle));
+    *out = Ref<core::ExternalSemaphore>::adopt(
+        new StreamExternalSemaphore(shared_, deviceHandle, handle));
+    return Status();
+  }
+
+  Status importMemoryFd(const core::MemoryFdImport& in, core::Allocation* out,
+                        Ref<core::Object>* keep) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.importMemoryFd)
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver cannot import external memory", d.name));
+    ContextScope context(d, shared_->config.context);
+    void* memory = nullptr;
+    BATON_TRY(d.importMemoryFd(in.fd, in.allocationSize, in.dedicated, &memory));
+    // The fd is the driver's now; from here on the import object releases everything.
+    auto imported = Ref<StreamExternalMemory>::adopt(new StreamExternalMemory(shared_, memory));
+    uint64_t address = 0;
+    BATON_TRY(d.mapExternalMemory(memory, in.offset, in.size, &address));
+    imported->setAddress(address);
+    core::Allocation a;
+    a.deviceAddress = address;
+    a.size = in.size;
+    *out = a;
+    *keep = std::move(imported);
+    return Status();
+  }
+
+ private:
+  core::Device& device_;
+  std::shared_ptr<DeviceShared> shared_;
+  std::shared_ptr<DeviceIssuer> issuer_;
+  std::thread thread_;  // the device's issuing thread
+};
+
+}  // namespace
+}  // namespace baton::stream

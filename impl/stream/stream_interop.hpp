@@ -1,0 +1,61 @@
+// Native interop objects (DESIGN §5): a timeline semaphore and memory imported from another API
+// (Vulkan) into one device, made by StreamDevice::importTimelineFd and importMemoryFd. The issuing
+// thread waits for and signals imported semaphores GPU-side (Issuer); each object is destroyed on
+// whichever thread drops its last reference, in the device's context.
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "backend.hpp"
+#include "device_shared.hpp"
+#include "object.hpp"
+#include "stream_driver.hpp"
+
+namespace baton::stream {
+namespace {
+
+// A timeline semaphore imported from another API (Vulkan) into one device (native interop). Its
+// last reference goes with the baton semaphore's mirror or with the last submission that waits
+// for or signals it, whichever is later: the driver requires outstanding waits and signals to
+// be done before the object is destroyed.
+class StreamExternalSemaphore final : public core::ExternalSemaphore {
+ public:
+  StreamExternalSemaphore(std::shared_ptr<DeviceShared> shared, uint64_t deviceHandle, void* handle)
+      : ExternalSemaphore(deviceHandle), shared_(std::move(shared)), handle_(handle) {}
+  ~StreamExternalSemaphore() override {
+    ContextScope scope(shared_->driver, shared_->config.context);
+    (void)shared_->driver.destroyExternalSemaphore(handle_);
+  }
+  void* handle() const noexcept { return handle_; }
+
+ private:
+  std::shared_ptr<DeviceShared> shared_;
+  void* handle_;
+};
+
+// Memory imported from another API and mapped into the device: the mapping and the import are
+// released with the last reference (the Buffer's, which submissions using it hold).
+class StreamExternalMemory final : public core::Object {
+ public:
+  StreamExternalMemory(std::shared_ptr<DeviceShared> shared, void* memory)
+      : shared_(std::move(shared)), memory_(memory) {}
+  ~StreamExternalMemory() override {
+    ContextScope scope(shared_->driver, shared_->config.context);
+    if (address_) (void)shared_->driver.memFree(address_);
+    (void)shared_->driver.destroyExternalMemory(memory_);
+  }
+  void setAddress(uint64_t address) noexcept { address_ = address; }
+
+ private:
+  std::shared_ptr<DeviceShared> shared_;
+  void* memory_;
+  uint64_t address_ = 0;
+};
+
+}  // namespace
+}  // namespace baton::stream

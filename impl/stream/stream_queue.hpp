@@ -1,0 +1,151 @@
+// StreamQueue: the core::QueueImpl of a CUDA or HIP queue, over a stream of its own.
+//
+// Threads: issue() runs on the submitting thread, under the core queue's lock: it decides how the
+// submission's signals are published (a timepoint attached now, or by the completion thread later)
+// and posts it to the device's issuing thread. waitIdle() and the rest run on any thread. The
+// queue owns its completion thread (completion.hpp); its destructor waits for the issuing thread
+// to drain it.
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <typeinfo>
+#include <utility>
+
+#include "backend.hpp"
+#include "completion.hpp"
+#include "issue_ring.hpp"
+#include "objects.hpp"
+#include "queue_shared.hpp"
+#include "stream_timepoint.hpp"
+
+namespace baton::stream {
+namespace {
+
+class StreamQueue final : public core::QueueImpl {
+ public:
+  explicit StreamQueue(std::shared_ptr<QueueShared> shared) : q_(std::move(shared)) {
+    thread_ = std::thread([q = q_] { Completion(q).run(); });
+    // Named here rather than by the thread itself, so that the name is there on return.
+    pthread_setname_np(thread_.native_handle(), "baton-complete");
+    q_->issuer->add(q_);
+  }
+
+  ~StreamQueue() override {
+    // The device's issuing thread drains the queue first (it may still hand records to the
+    // completion thread) and unregisters it. When that thread is this one (it dropped the last
+    // reference to the core Device, which destroys the queues), it is between submissions of
+    // some queue, holding that queue's issue lock: the queue is unregistered here instead.
+    q_->stop.store(true, std::memory_order_seq_cst);
+    DeviceIssuer& issuer = *q_->issuer;
+    if (issuer.threadId == std::this_thread::get_id()) {
+      issuer.remove(q_.get());
+    } else {
+      issuer.parker.unpark();
+      while (!q_->drained.load(std::memory_order_seq_cst))
+        q_->drainedParker.park(Deadline::after(1'000'000));
+    }
+    // The completion thread can itself drop the last reference to the core Device (a record's
+    // timepoint), which destroys this queue on that thread: then it must not join itself. It
+    // finds nothing in flight and exits, touching only the shared queue state.
+    q_->waker->parker.unpark();
+    if (thread_.get_id() == std::this_thread::get_id())
+      thread_.detach();
+    else
+      thread_.join();
+  }
+
+  bool canWait(const core::Timepoint& tp) const override {
+    // Any device of this driver: streamWaitEvent accepts events of other contexts and devices.
+    return tp.backend() == q_->driver.kind && typeid(tp) == typeid(StreamTimepoint);
+  }
+
+  NativeQueue native() const override {
+    NativeQueue nq;
+    nq.backend = q_->driver.kind;
+    nq.stream = q_->stream;
+    nq.deviceOrdinal = q_->device->config.ordinal;
+    nq.queueIndex = q_->index;
+    return nq;
+  }
+
+  Status waitIdle(Deadline deadline) override {
+    uint64_t target = q_->issued.load(std::memory_order_seq_cst);
+    if (q_->completed.load(std::memory_order_seq_cst) >= target) return Status();
+    q_->idleWaiters.fetch_add(1, std::memory_order_seq_cst);
+    q_->waker->addSleeper();  // the completion thread must not poll lazily now
+    std::unique_lock<std::mutex> lock(q_->idleMutex);
+    Status result;
+    while (q_->completed.load(std::memory_order_seq_cst) < target) {
+      if (deadline.isNever()) {
+        q_->idleCv.wait(lock);
+      } else {
+        uint64_t left = deadline.remaining();
+        if (left == 0) {
+          result = Status(Result::Timeout);
+          break;
+        }
+        q_->idleCv.wait_for(lock, std::chrono::nanoseconds(left));
+      }
+    }
+    lock.unlock();
+    q_->waker->removeSleeper();
+    q_->idleWaiters.fetch_sub(1, std::memory_order_seq_cst);
+    return result;
+  }
+
+  // Decides how the submission's signals are published and posts it to the issuing thread.
+  // Unless the completion thread must publish them (host calls, or such a submission still
+  // ahead of it), they are published here, as a timepoint whose event the issuing thread records
+  // next: queues waiting for them are released now, without waiting for the issuing thread.
+  void issue(std::unique_ptr<core::Submission> sub) override {
+    q_->issued.fetch_add(1, std::memory_order_seq_cst);
+    Issue e;
+    for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
+    for (const Ref<core::CommandList>& list : sub->commandLists)
+      for (const core::Command& c : list->commands)
+        e.hostCalls += c.kind == core::Command::Kind::HostCall;
+    e.hostPublish = e.hostCalls != 0 || q_->hostPublished.load(std::memory_order_seq_cst) != 0;
+    // Decided here, where the semaphores are in this thread's cache, so that the issuing thread
+    // looks at them only when it has to signal one: which signals it makes GPU-side (imported
+    // semaphores), and whether a mirror needs the values reached promptly (promptReach).
+    bool prompt = false;
+    for (const core::Submission::Signal& s : sub->signals)
+      if (core::SemaphoreMirror* m = s.semaphore->mirror()) {
+        const bool external = m->external(q_->coreDevice->handle) != nullptr;
+        e.externalSignals |= external;
+        prompt |= !external;
+      }
+    if (e.hostPublish) {
+      q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);
+    } else if (!sub->signals.empty()) {
+      void* event = nullptr;
+      // Without an event now, the issuing thread publishes the signals after recording.
+      if (q_->takeEvent(q_->publishStash, &event).ok()) {
+        e.timepoint = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
+            q_->device.get(), q_->waker.get(), q_->coreDevice, event, q_->stream, e.gated, false));
+        for (const core::Submission::Signal& s : sub->signals)
+          s.semaphore->addTimepoint(s.value, e.timepoint);
+        e.urgent = prompt;
+      }
+    }
+    e.submission = std::move(sub);
+    q_->post(std::move(e));
+  }
+
+ private:
+  std::shared_ptr<QueueShared> q_;
+  std::thread thread_;  // completion
+};
+
+}  // namespace
+}  // namespace baton::stream

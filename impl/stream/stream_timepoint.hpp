@@ -1,0 +1,223 @@
+// StreamTimepoint: a signal recorded on a queue's stream (one recording of a pooled event): what
+// semaphores hold for their pending values, what other queues of the backend wait for GPU-side
+// and what host threads wait for. Waker: how those host waiters reach the queue's completion
+// thread. abandon(): gives up a timepoint whose event will never be recorded.
+//
+// Threads: a timepoint is made on the submitting thread (published at release, StreamQueue::issue)
+// or on the issuing thread (when recorded, Issuer); the issuing thread records its event and marks
+// it (markRecorded); the completion thread publishes its outcome (complete); any thread waits for
+// it (wait, query, waitRecorded). No lock: its states are atomics with futex waits, and its fields
+// lie on cache lines by the thread that writes them (see pad_).
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "backend.hpp"
+#include "clock.hpp"
+#include "cpu.hpp"
+#include "device_shared.hpp"
+#include "objects.hpp"
+#include "parker.hpp"
+#include "stream_counters.hpp"
+#include "stream_driver.hpp"
+#include "stream_tuning.hpp"
+#include "timepoint.hpp"
+
+namespace baton::stream {
+namespace {
+
+using core::Deadline;
+using core::Ref;
+
+// Sleeping host waiters use the core's futex helpers (parker.hpp).
+using core::futexWait;
+using core::futexWakeAll;
+
+// How host threads reach a queue's completion thread. Shared with the queue's timepoints, which
+// outlive the queue when semaphores hold them.
+struct Waker {
+  core::Parker parker;                // the completion thread parks on it
+  std::atomic<uint32_t> sleepers{0};  // host threads asleep until it observes completions
+  std::atomic<bool> idle{false};      // it parked with nothing in flight: a push must wake it
+
+  // A host thread is about to sleep until the completion thread observes an event: it must
+  // stop polling and sleep in the driver, which notices completion at interrupt latency.
+  void addSleeper() {
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    parker.unpark();
+  }
+  void removeSleeper() { sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+};
+
+// A recorded device signal: one recording of a pooled event on a queue's stream.
+//
+// Lifetime: the base class's reference to the core Device keeps the device, its queues (a Device
+// destroys them only in its destructor), their QueueShared and Waker, and the DeviceShared alive
+// until this destructor's body has run, so plain pointers to them suffice. Shared pointers cost
+// two more reference counts per submission, raised on the submitting thread and dropped on a
+// completion thread (issue 3, item 9).
+//
+// A timepoint is made either when its event is recorded, or earlier, when its submission is
+// released to its device's issuing thread (`recorded` false): it is attached to the signal
+// semaphores at once, so that queues waiting for those values are released without waiting for
+// the issuing thread, and it becomes usable once that thread recorded the event
+// (markRecorded) or gave it up (abandon): whoever needs its event waits for that first
+// (waitRecorded), which the issuing thread ends promptly since the submission is already in its
+// ring, ahead of anything that could wait for it.
+class StreamTimepoint final : public core::Timepoint, public core::Recycled<StreamTimepoint> {
+ public:
+  // `gated`: the event's completion alone does not mean success (the submission waited for an
+  // imported semaphore, see Completion::failIfReleasedByFailure): the host learns the outcome
+  // only from the completion thread. GPU-side waits still use the event.
+  StreamTimepoint(DeviceShared* shared, Waker* waker, core::Device* device, void* event,
+                  void* stream, bool gated, bool recorded)
+      : Timepoint(device, shared->driver.kind),
+        shared_(shared),
+        waker_(waker),
+        event_(event),
+        stream_(stream),
+        gated_(gated),
+        recorded_(recorded ? kRecorded : kUnrecorded) {
+    Counters::add(kTimepointsMade, 1);
+  }
+  ~StreamTimepoint() override {
+    shared_->pool.release(event_);
+    Counters::add(kTimepointsGone, 1);
+  }
+
+  void* event() const noexcept { return event_; }
+  void* stream() const noexcept { return stream_; }
+  // The cache line the issuing thread reads and writes (see pad_).
+  const void* issueLine() const noexcept { return &event_; }
+
+  // Whether the completion thread published the outcome; *outcome receives it.
+  bool done(Status* outcome) const {
+    if (state_.load(std::memory_order_acquire) != kDone) return false;
+    *outcome = outcome_;
+    return true;
+  }
+
+  // Whether the event was recorded (or the timepoint abandoned, with its outcome published).
+  bool recorded() const noexcept { return recorded_.load(std::memory_order_acquire) == kRecorded; }
+
+  // Blocks until recorded(), or the deadline (Timeout): a short spin, then a futex sleep that
+  // markRecorded ends.
+  Status waitRecorded(Deadline deadline) {
+    const uint64_t start = core::nowNs();
+    while (!recorded()) {
+      const uint64_t now = core::nowNs();
+      if (now < start + kRecordSpinNs) {
+        // Yield after the first microseconds: the recording thread may be waiting for a core.
+        if (now < start + kSpinBeforeYieldNs)
+          core::cpuRelax();
+        else
+          std::this_thread::yield();
+        continue;
+      }
+      uint32_t s = kUnrecorded;
+      if (!recorded_.compare_exchange_weak(s, kUnrecordedWaiters, std::memory_order_acq_rel) &&
+          s == kRecorded)
+        break;
+      if (deadline.expired()) return Status(Result::Timeout);
+      futexWait(&recorded_, kUnrecordedWaiters, deadline);
+    }
+    return Status();
+  }
+
+  // Issuing thread only, once: the event is recorded, consumers may wait for it.
+  void markRecorded() {
+    if (recorded_.exchange(kRecorded, std::memory_order_acq_rel) == kUnrecordedWaiters)
+      futexWakeAll(&recorded_);
+  }
+
+  Status query() override {
+    Status outcome;
+    if (done(&outcome)) return outcome;
+    if (gated_ || !recorded()) return Status(Result::NotReady);
+    ContextScope scope(shared_->driver, shared_->config.context);
+    return shared_->driver.eventQuery(event_);
+  }
+
+  Status wait(Deadline deadline) override {
+    Status outcome;
+    if (done(&outcome)) return outcome;
+    BATON_TRY(waitRecorded(deadline));
+    if (done(&outcome)) return outcome;  // abandoned
+    if (!gated_) {
+      ContextScope scope(shared_->driver, shared_->config.context);
+      const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
+      for (;;) {
+        Status s = shared_->driver.eventQuery(event_);
+        if (s.code() != Result::NotReady) return s;  // completed, or an error (device lost)
+        uint64_t now = core::nowNs();
+        if (!deadline.isNever() && now >= deadline.ns) return Status(Result::Timeout);
+        if (now >= spinEnd) break;
+        core::cpuRelax();
+      }
+    }
+    // Sleep until the queue's completion thread observes the event (it sleeps in the driver
+    // itself while someone waits, so nobody burns a core while the GPU works).
+    waker_->addSleeper();
+    Status result;
+    for (;;) {
+      uint32_t s = state_.load(std::memory_order_acquire);
+      if (s == kDone) {
+        result = outcome_;
+        break;
+      }
+      if (s == kPending &&
+          !state_.compare_exchange_weak(s, kPendingWaiters, std::memory_order_acq_rel))
+        continue;
+      if (deadline.expired()) {
+        result = Status(Result::Timeout);
+        break;
+      }
+      futexWait(&state_, kPendingWaiters, deadline);
+    }
+    waker_->removeSleeper();
+    return result;
+  }
+
+  // Once, by the completion thread (or by the issuing thread for a timepoint it abandons):
+  // publishes the outcome and wakes sleeping waiters.
+  void complete(const Status& outcome) {
+    outcome_ = outcome;
+    if (state_.exchange(kDone, std::memory_order_acq_rel) == kPendingWaiters) futexWakeAll(&state_);
+  }
+
+ private:
+  static constexpr uint32_t kPending = 0, kPendingWaiters = 1, kDone = 2;
+  static constexpr uint32_t kUnrecorded = 0, kUnrecordedWaiters = 1, kRecorded = 2;
+  DeviceShared* shared_;
+  Waker* waker_;
+  // What the issuing thread reads and writes (event, stream, states) starts 64 bytes into the
+  // object, so on a cache line apart from the reference count, which the submitting and
+  // completion threads change with every Ref they take or drop (objects are 16-byte aligned).
+  char pad_[64 - sizeof(core::Timepoint) - 2 * sizeof(void*)];
+  void* event_;
+  void* stream_;
+  const bool gated_;
+  std::atomic<uint32_t> recorded_;
+  std::atomic<uint32_t> state_{kPending};
+  Status outcome_;  // written before state_ becomes kDone
+};
+
+// Gives up a timepoint published at release whose event will not be recorded (the submission
+// failed before its signals, whose semaphores the caller failed first): waiters learn it from
+// its outcome, ErrorSemaphoreFailed (or ErrorDeviceLost), not from the event.
+void abandon(Ref<StreamTimepoint>& timepoint, const Status& why) {
+  if (!timepoint) return;
+  timepoint->complete(why.code() == Result::ErrorDeviceLost
+                          ? why
+                          : Status(Result::ErrorSemaphoreFailed, why.message()));
+  timepoint->markRecorded();
+  timepoint = nullptr;
+}
+
+}  // namespace
+}  // namespace baton::stream

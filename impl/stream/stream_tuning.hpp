@@ -1,0 +1,82 @@
+// The time and size constants of the stream machinery, each with the measurement or the limit
+// behind it: the spins, polls and sleeps of host waiters and of the completion and issuing
+// threads, and the sizes of the batches, stashes and rings between them. They are kept together
+// because they trade off against one another (a thread that spins less is woken more). Constants
+// only: no state, no threads.
+//
+// A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
+// whose comment says why.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace baton::stream {
+namespace {
+
+// A host wait spins on the event this long before it sleeps. An event query sees a completed
+// record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
+// completion thread, which itself sleeps in the driver (interrupt-driven) or polls at most
+// kUrgentPollMaxNs apart (see sleepOnOldest). 50 µs covers short
+// GPU work at full speed and costs a waiter of a long frame (ms) almost nothing.
+constexpr uint64_t kHostWaitSpinNs = 50'000;
+// The completion thread spins this long on the oldest event before it sleeps: a short spin
+// catches back-to-back small submissions without a sleep/wake per record, and bounds what a
+// queue that is always busy with long work burns.
+constexpr uint64_t kCompletionSpinNs = 10'000;
+// Its queries during that spin are this far apart: the driver serialises a query of an event
+// with other threads' calls that use the same event, and the event a completion thread watches
+// is what other queues' issuing threads wait for. On the H100, a second thread querying the
+// waited event back to back made each cuStreamWaitEvent + cuEventRecord pair 2.3x slower
+// (0.61 -> 1.41 us), with 16 pauses between queries 1.6x, every 20 us not measurably.
+constexpr uint64_t kCompletionQueryGapNs = 2'000;
+// When nothing waits for it on the host, the completion thread sleeps by polling, with a
+// backoff from 20 µs to 200 µs (at most 5000 polls of two event queries per second and busy
+// queue). Sleeping in the driver instead needs a blocking-sync event behind the oldest record
+// (blocking-sync pool events cost 17.4 µs per record on the H100, plain ones 0.57 µs), so it
+// is done only while a host thread waits or a record needs prompt publication, and only when
+// the oldest record is the last work on the stream (see sleepOnOldest); with later work queued
+// behind it, the poll's backoff stops at kUrgentPollMaxNs instead.
+constexpr uint64_t kPollMinNs = 20'000;
+constexpr uint64_t kPollMaxNs = 200'000;
+constexpr uint64_t kUrgentPollMaxNs = 50'000;
+// With nothing in flight, the completion thread keeps polling this long before it sleeps until
+// the next submission wakes it.
+constexpr uint64_t kLingerNs = 2'000'000;
+// Free events a queue takes from its device's pool at once (QueueShared::eventStash).
+constexpr size_t kEventStash = 16;
+// Records an issuing thread hands to its completion thread at once while it has more to issue
+// (QueueShared::push), and the longest it keeps fewer (IssueThread::serve); it hands over what
+// it has whenever it runs out of work. A hand-off takes the completion thread's inbox lock and
+// that thread then takes the records: handed over per submission, the inbox's cache lines
+// moved between the two threads at every submission.
+constexpr size_t kOutboxBatch = 32;
+constexpr uint64_t kOutboxMaxAgeNs = 100'000;
+// Of the issuing thread's passes that issue for a queue, every kAgeCheckPasses-th looks at the
+// age of its outbox (the others hand it over by size); passes that issue nothing always look.
+constexpr uint64_t kAgeCheckPasses = 8;
+// Driver operations (waits, commands, records) a queue may have on its stream before its
+// issuing thread stops issuing for it until some complete (QueueShared::overOpsLimit). The
+// driver blocks the enqueuing thread when a stream holds some thousands (DESIGN §4); below that,
+// the device's other queues keep being issued while one waits.
+constexpr uint64_t kMaxOpsInFlight = 1024;
+// Submissions the issuing thread takes from one queue before it looks at the next.
+constexpr size_t kIssueBurst = 32;
+// Released submissions a queue's issue ring holds (IssueRing). A user thread that finds it full
+// waits for the issuing thread, as it would wait in the driver for a full stream; baton's own
+// threads never wait: they queue behind the ring instead.
+constexpr uint64_t kIssueRingCapacity = 1024;
+// The issuing thread polls its ring this long after its last work before it sleeps until a
+// submission wakes it: bursts of submissions then cost their submitter no wake-up (a futex
+// syscall) and wait for no thread to be scheduled.
+constexpr uint64_t kIssueSpinNs = 50'000;
+// A waiter for a signal that is published but not yet recorded (StreamTimepoint::waitRecorded)
+// spins this long before it sleeps: recording is a driver call already under way on another
+// thread, well under a microsecond unless the driver throttles it.
+constexpr uint64_t kRecordSpinNs = 20'000;
+// Spins poll with a pause instruction this long, then yield the core between polls: on a machine
+// with fewer free cores than busy threads, the thread being waited for may need it.
+constexpr uint64_t kSpinBeforeYieldNs = 5'000;
+
+}  // namespace
+}  // namespace baton::stream
