@@ -3,6 +3,7 @@
 // with the backend (SemaphoreTest.WaitAny/host) so a run shows what ran where.
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <string>
@@ -26,6 +27,16 @@ struct BackendParamName {
                         ::baton::BackendKind::Hip),                             \
       ::baton_test::BackendParamName())
 
+// Whether BATON_TEST_REQUIRE_BACKENDS (backend names, comma-separated: "hip,cuda") names `kind`.
+// The registrations on the fake driver set it: there a backend that no longer loads must fail
+// the run, not skip every test of it.
+inline bool backendRequired(baton::BackendKind kind) {
+  const char* list = std::getenv("BATON_TEST_REQUIRE_BACKENDS");
+  if (!list) return false;
+  const std::string names = std::string(",") + list + ",";
+  return names.find(std::string(",") + baton::backendName(kind) + ",") != std::string::npos;
+}
+
 class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
  protected:
   // Queues of the fixture's device: at least 2 (cross-queue tests need them), at most 4.
@@ -44,16 +55,24 @@ class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
     const BackendInfo* info = nullptr;
     for (const BackendInfo& b : infos)
       if (b.kind == kind) info = &b;
-    if (!info) GTEST_SKIP() << backendName(kind) << ": not known to this build of baton";
-    if (!info->compiled)
-      GTEST_SKIP() << backendName(kind) << ": "
-                   << (info->reason[0] ? info->reason : "not compiled into this build");
-    if (!info->available)
-      GTEST_SKIP() << backendName(kind)
-                   << ": unavailable: " << (info->reason[0] ? info->reason : "(no reason given)");
-    if (info->deviceCount == 0)
-      GTEST_SKIP() << backendName(kind) << ": no devices"
-                   << (info->reason[0] ? std::string(": ") + info->reason : std::string());
+    std::string absent;
+    if (!info)
+      absent = ": not known to this build of baton";
+    else if (!info->compiled)
+      absent =
+          std::string(": ") + (info->reason[0] ? info->reason : "not compiled into this build");
+    else if (!info->available)
+      absent =
+          std::string(": unavailable: ") + (info->reason[0] ? info->reason : "(no reason given)");
+    else if (info->deviceCount == 0)
+      absent = std::string(": no devices") +
+               (info->reason[0] ? std::string(": ") + info->reason : std::string());
+    if (!absent.empty()) {
+      if (backendRequired(kind))
+        FAIL() << backendName(kind) << absent
+               << "\n(required here by BATON_TEST_REQUIRE_BACKENDS: it must not skip)";
+      GTEST_SKIP() << backendName(kind) << absent;
+    }
 
     ASSERT_OK(instance_->enumeratePhysicalDevices(&count, nullptr));
     std::vector<PhysicalDevice> physicals(count);

@@ -5,12 +5,20 @@
 // suite on the CUDA backend's code path — the shared stream machinery (impl/stream), issuing,
 // suspension around host calls, the completion threads, error mapping — without a GPU.
 //
+// It also exports the HIP entry points baton's HIP backend loads: the module compiles in the
+// HIP-over-CUDA translation library (tests/hip/driver/, hip_over_cuda.cpp says how), which finds
+// the cu* functions below in this same object. Loaded through BATON_HIP_DRIVER, the HIP backend
+// then runs on this one emulation under its HIP names — not on a second copy of it. The HIP names
+// follow what is emulated here: no modules and no external memory, on either side.
+//
 // What it cannot show: asynchrony. Every event has completed when cuEventRecord returns, so
 // wait-before-signal is only exercised at the scheduler level; the real GPU runs are the test of
 // GPU-side waits (tests/cuda/gpu_run.sh).
 #include <cuda.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +43,24 @@ Context gContexts[16] = {{0}, {1}, {2},  {3},  {4},  {5},  {6},  {7},
 struct Stream {
   int unused;
 };
+// Events keep the host time of their last record (in a synchronous driver, the time the work
+// before them finished), so that cuEventElapsedTime measures what ran between two records.
 struct Event {
-  int unused;
+  unsigned flags = 0;
+  std::atomic<int64_t> recordedNs{-1};  // -1: never recorded
 };
+// A memory pool; the device's default pool is one of gDefaultPools.
+struct Pool {
+  int ordinal;
+};
+Pool gDefaultPools[16] = {{0}, {1}, {2},  {3},  {4},  {5},  {6},  {7},
+                          {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}};
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 }  // namespace
 
@@ -112,6 +135,12 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
   tCurrent = context;
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = reinterpret_cast<Context*>(tCurrent)->ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSynchronize() { return tCurrent ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
 
 // Like the real driver, calls that create objects need a current context: a backend that forgets
 // to make its context current on some thread fails here too, not only on a GPU.
@@ -125,11 +154,14 @@ CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuStreamQuery(CUstream) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuStreamWaitEvent(CUstream, CUevent, unsigned int) { return CUDA_SUCCESS; }
 
-CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int) {
+CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned int flags) {
   if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
-  *event = reinterpret_cast<CUevent>(new Event());
+  auto* e = new Event();
+  e->flags = flags;
+  *event = reinterpret_cast<CUevent>(e);
   gEvents.fetch_add(1);
   return CUDA_SUCCESS;
 }
@@ -138,9 +170,23 @@ CUresult CUDAAPI cuEventDestroy(CUevent event) {
   gEvents.fetch_sub(1);
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  reinterpret_cast<Event*>(event)->recordedNs.store(nowNs(), std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuEventQuery(CUevent) { return CUDA_SUCCESS; }
 CUresult CUDAAPI cuEventSynchronize(CUevent) { return CUDA_SUCCESS; }
+// As the real driver: events never recorded, or created without timing, are invalid handles here.
+CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  auto* a = reinterpret_cast<Event*>(start);
+  auto* b = reinterpret_cast<Event*>(end);
+  const int64_t t0 = a->recordedNs.load(std::memory_order_relaxed);
+  const int64_t t1 = b->recordedNs.load(std::memory_order_relaxed);
+  if (t0 < 0 || t1 < 0 || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING))
+    return CUDA_ERROR_INVALID_HANDLE;
+  *ms = static_cast<float>(t1 - t0) / 1e6f;
+  return CUDA_SUCCESS;
+}
 
 CUresult CUDAAPI cuLaunchHostFunc(CUstream, CUhostFn fn, void* userData) {
   fn(userData);  // stream order is trivially kept: everything before it has run
@@ -177,6 +223,19 @@ CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t size
   std::memcpy(reinterpret_cast<void*>(dst), src, size);
   return CUDA_SUCCESS;
 }
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t size) {
+  std::memcpy(reinterpret_cast<void*>(dst), src, size);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t size) {
+  std::memcpy(dst, reinterpret_cast<const void*>(src), size);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuMemGetInfo(size_t* free, size_t* total) {
+  if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
+  *free = *total = size_t(1) << 30;  // as cuDeviceTotalMem reports; the host heap backs it
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream) {
   auto* p = reinterpret_cast<unsigned int*>(dst);
   for (size_t i = 0; i < count; ++i) p[i] = value;
@@ -185,11 +244,18 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t co
 
 // Memory pools, so that queue-ordered allocation runs too.
 CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps*) {
-  *pool = reinterpret_cast<CUmemoryPool>(new Stream());
+  *pool = reinterpret_cast<CUmemoryPool>(new Pool{-1});
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
-  delete reinterpret_cast<Stream*>(pool);
+  auto* p = reinterpret_cast<Pool*>(pool);
+  if (p >= gDefaultPools && p < gDefaultPools + 16) return CUDA_ERROR_INVALID_VALUE;  // as CUDA
+  delete p;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+  if (device < 0 || device >= deviceCount() || device >= 16) return CUDA_ERROR_INVALID_DEVICE;
+  *pool = reinterpret_cast<CUmemoryPool>(&gDefaultPools[device]);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) {

@@ -1,24 +1,40 @@
 #!/bin/bash
-# Builds baton with the CUDA backend and Vulkan interop on the GPU test machine and runs the CUDA
-# tests, the conformance suite on CUDA, the device-loss tests, the interop tests (native on the
+# Builds baton with the CUDA and HIP backends and Vulkan interop on the GPU test machine and runs
+# the CUDA tests, the conformance suite on CUDA, the device-loss tests, the HIP tests, device-loss
+# tests, conformance suite and stress through the HIP-over-CUDA translation library
+# (tests/hip/driver), the graphs across HIP, CUDA and the host, the interop tests (native on the
 # NVIDIA Vulkan driver), the demo, compute-sanitizer and the benchmarks, writing logs to $OUT
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
-# Steps (default: all but full): build info tests lost conformance interop demo sanitizer bench
-# ibench full
+# Steps (default: all but full): build info tests lost conformance hip hiplost hipconf cross
+# interop demo sanitizer bench ibench full
+# The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
+# (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
+# library) and points -Dhip_include_dir at it.
 # Every step has a time limit, so a hang costs its limit, not the session.
 set -u
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance interop demo sanitizer bench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop demo sanitizer bench ibench}
+# The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
+HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The Vulkan device interop runs on: the H100 (the NVIDIA driver), not a CPU implementation.
 export BATON_VULKAN_DEVICE=${BATON_VULKAN_DEVICE:-H100}
 has() { [[ " $steps " == *" $1 "* ]]; }
 log() { echo "=== $* ($(date +%T))"; }
 if has build; then
   log build
-  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled --buildtype=debugoptimized \
+  hip_args=()
+  if [ ! -e /usr/include/hip/hip_runtime_api.h ]; then
+    hip_deb=$(ls .device/extra/libamdhip64-dev_*.deb 2>/dev/null | head -1)
+    if [ -n "$hip_deb" ]; then
+      dpkg -x "$hip_deb" /tmp/hip-dev && hip_args=(-Dhip=enabled -Dhip_include_dir=/tmp/hip-dev/usr/include)
+    else
+      echo "no HIP headers (/usr/include/hip, .device/extra/libamdhip64-dev_*.deb): HIP not built"
+    fi
+  fi
+  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled "${hip_args[@]}" --buildtype=debugoptimized \
     && meson compile -C "$B"; } > "$OUT/build.log" 2>&1
   rc=$?; tail -5 "$OUT/build.log"; grep -E "error|warning:" "$OUT/build.log" | head -20
   [ $rc -eq 0 ] || { echo "build failed ($rc)"; exit 1; }
@@ -43,6 +59,34 @@ if has conformance; then
   grep -A10 "Failure$" "$OUT/conformance-cuda.log" | head -40
   BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/cuda' >> "$OUT/conformance-cuda.log" 2>&1
   echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-cuda.log" | tail -3
+fi
+# The HIP steps: the HIP backend's own code (symbol table, error mapping, enumeration) and the
+# shared machinery, on the H100 through libbaton_hip_over_cuda.so.
+if has hip; then
+  log hip tests
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 240 stdbuf -oL "$B/tests/hip/baton-hip-tests" > "$OUT/hip-tests.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|events created|hip:" "$OUT/hip-tests.log" | head -40
+  grep -A10 "Failure$" "$OUT/hip-tests.log" | head -60
+fi
+if has hiplost; then
+  log hip device lost tests
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 120 stdbuf -oL "$B/tests/hip/baton-hip-device-lost" > "$OUT/hip-lost.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|host waiter" "$OUT/hip-lost.log" | head -20
+  grep -A10 "Failure$" "$OUT/hip-lost.log" | head -30
+fi
+if has hipconf; then
+  log conformance on hip
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 300 stdbuf -oL "$B/tests/baton-conformance" --gtest_filter='*/hip' > "$OUT/conformance-hip.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$OUT/conformance-hip.log" | head -40
+  grep -A10 "Failure$" "$OUT/conformance-hip.log" | head -40
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/hip' >> "$OUT/conformance-hip.log" 2>&1
+  echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-hip.log" | tail -3
+fi
+if has cross; then
+  log graphs across hip, cuda and the host
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 120 stdbuf -oL "$B/tests/hip/baton-cross-backend-tests" > "$OUT/cross.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|producer not gated|same UUID" "$OUT/cross.log" | head -20
+  grep -A10 "Failure$" "$OUT/cross.log" | head -40
 fi
 if has interop; then
   log interop tests

@@ -39,7 +39,8 @@ struct NativeQueue {
 // submission. On the host backend it runs on the queue's worker thread and its own work is the
 // work. An error return fails the submission like a HostCallback. On GPU backends it runs on the
 // device's issuing thread (one baton thread per device enqueues the submissions of all its
-// queues, in each queue's order), with the device's context current: it must enqueue work and
+// queues, in each queue's order), with the device current (CUDA: its primary context; HIP:
+// hipSetDevice to its ordinal, so runtime calls target it): it must enqueue work and
 // return, never block waiting for other baton work (the device's other queues wait meanwhile).
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 

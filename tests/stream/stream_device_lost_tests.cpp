@@ -1,13 +1,15 @@
-// Device loss on CUDA (DESIGN §1, issue 3 item 7). A sticky fault poisons the CUDA context for
-// the rest of the process, so these tests have their own executable, and the real fault runs
-// last (gtest runs tests in the order they are defined).
+// Device loss on the GPU stream backends, written once for CUDA and HIP (DESIGN §1, issue 3
+// item 7, issue 14 §4). A sticky fault poisons the context for the rest of the process, so these
+// tests have their own executable per backend (baton-cuda-device-lost, baton-hip-device-lost:
+// this file and the backend's hooks), and the real fault runs last (gtest runs tests in the order
+// they are defined).
 //
 // What must hold: every semaphore with a pending signal on the device fails with DeviceLost,
 // host waiters return promptly, submissions held on the device fail, later submissions and
 // waitIdle return ErrorDeviceLost, and destroying the device does not hang.
 #include <thread>
 
-#include "cuda_test_support.hpp"
+#include "stream_test_support.hpp"
 
 namespace baton_test {
 namespace {
@@ -19,20 +21,22 @@ using baton::Result;
 // thread; the bound only guards against hangs on a loaded machine.
 constexpr double kPromptSeconds = 5.0;
 
+class StreamDeviceLostTest : public StreamBackendTest {};
+
 // A sticky error reported by the driver (injected at the wrapper, so the real context stays
 // healthy) marks the device lost, through the completion thread.
-TEST_F(CudaTest, InjectedStickyErrorMarksTheDeviceLost) {
+TEST_P(StreamDeviceLostTest, InjectedStickyErrorMarksTheDeviceLost) {
   auto s = makeSemaphore("injected-sticky");
-  baton::cuda::clearFaults();
-  ASSERT_TRUE(baton::cuda::injectFault("cuEventRecord", CUDA_ERROR_ILLEGAL_ADDRESS));
+  hooks().clearFaults();
+  ASSERT_TRUE(hooks().injectFault(hooks().eventRecordApi, Fault::IllegalAddress));
   ASSERT_OK(submit(queue(0), {}, {}, {{*s, 1}}));
   auto start = Clock::now();
   EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
   EXPECT_LT(secondsSince(start), kPromptSeconds);
   // The fault fired on the queue's issuing thread, before the signal failed.
-  EXPECT_EQ(baton::cuda::faultsFired(), 1u);
-  baton::cuda::clearFaults();
-  EXPECT_TRUE(containsText(lastError(), "CUDA_ERROR_ILLEGAL_ADDRESS")) << lastError();
+  EXPECT_EQ(hooks().faultsFired(), 1u);
+  hooks().clearFaults();
+  EXPECT_TRUE(containsText(lastError(), hooks().illegalAddressName)) << lastError();
   // markLost runs on the completion thread; later submissions see it.
   start = Clock::now();
   Result r = Result::Success;
@@ -46,13 +50,14 @@ TEST_F(CudaTest, InjectedStickyErrorMarksTheDeviceLost) {
 }
 
 // A kernel that writes to an invalid address (PTX, launched through a native callback).
-TEST_F(CudaTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
+TEST_P(StreamDeviceLostTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
   BATON_REQUIRE_KERNELS();
   auto faulted = makeSemaphore("faulted"), behind = makeSemaphore("behind"),
        held = makeSemaphore("held"), hostOnly = makeSemaphore("host-only"),
        downstream = makeSemaphore("downstream");
   KernelCall bad;
-  bad.function = kernels_.badWrite;
+  bad.hooks = &hooks();
+  bad.function = kernels().badWrite;
   bad.argument = 0x10;  // never mapped
   auto crash = makeCommands(
       [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(&KernelCall::native, &bad)); });
@@ -69,8 +74,8 @@ TEST_F(CudaTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
   std::printf("host waiter returned %s after %.1f ms: %s\n", "ErrorDeviceLost", took * 1e3,
               lastError().c_str());
   EXPECT_LT(took, kPromptSeconds);
-  EXPECT_TRUE(containsText(lastError(), "CUDA_ERROR_ILLEGAL_ADDRESS") ||
-              containsText(lastError(), "CUDA_ERROR_LAUNCH_FAILED"))
+  EXPECT_TRUE(containsText(lastError(), hooks().illegalAddressName) ||
+              containsText(lastError(), hooks().launchFailedName))
       << lastError();
 
   for (baton::Semaphore s : {*behind, *downstream, *held}) {
@@ -93,6 +98,8 @@ TEST_F(CudaTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
   EXPECT_OK(unrelated->signal(3));
   // TearDown destroys the device: must not hang.
 }
+
+BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamDeviceLostTest);
 
 }  // namespace
 }  // namespace baton_test
