@@ -7,7 +7,7 @@
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but full): build info tests lost conformance hip hiplost hipconf cross
-# interop demo sanitizer bench ibench full
+# interop demo sanitizer bench hipbench ibench full
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
@@ -16,7 +16,7 @@ set -u
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop demo sanitizer bench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop demo sanitizer bench hipbench ibench}
 # The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The Vulkan device interop runs on: the H100 (the NVIDIA driver), not a CPU implementation.
@@ -39,7 +39,11 @@ if has build; then
   rc=$?; tail -5 "$OUT/build.log"; grep -E "error|warning:" "$OUT/build.log" | head -20
   [ $rc -eq 0 ] || { echo "build failed ($rc)"; exit 1; }
 fi
-if has info; then log info; timeout 30 "$B/tools/baton-info" 2>&1 | head -30; fi
+if has info; then
+  log info; timeout 30 "$B/tools/baton-info" 2>&1 | head -30
+  log info with the HIP backend on the translation library
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 30 "$B/tools/baton-info" 2>&1 | grep -A12 "^Backends\|hip #"
+fi
 if has tests; then
   log cuda tests
   timeout 240 stdbuf -oL "$B/tests/cuda/baton-cuda-tests" > "$OUT/cuda-tests.log" 2>&1
@@ -90,7 +94,8 @@ if has cross; then
 fi
 if has interop; then
   log interop tests
-  timeout 240 stdbuf -oL "$B/tests/interop/baton-interop-tests" > "$OUT/interop.log" 2>&1
+  # With the HIP backend present, Interop.HipSemaphoresAreBridgedAndSayWhy runs on the H100 too.
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 240 stdbuf -oL "$B/tests/interop/baton-interop-tests" > "$OUT/interop.log" 2>&1
   echo "bridged rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$OUT/interop.log" | head -20
   grep -A10 "Failure$" "$OUT/interop.log" | head -40
   timeout 300 stdbuf -oL "$B/tests/interop/baton-interop-native-tests" > "$OUT/interop-native.log" 2>&1
@@ -120,6 +125,11 @@ if has bench; then
     BATON_CUDA_BLOCKING_SYNC_EVENTS=1 BATON_BENCH_SCALE=4 timeout 120 stdbuf -oL "$B/bench/cuda/cuda_bench" > "$OUT/bench-blocking.log" 2>&1
     echo "rc=$?"; head -20 "$OUT/bench-blocking.log"
   fi
+fi
+if has hipbench; then
+  log hip bench
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 200 stdbuf -oL "$B/bench/cuda/cuda_bench" --backend hip > "$OUT/hip-bench.log" 2>&1
+  echo "rc=$?"; cat "$OUT/hip-bench.log"
 fi
 if has ibench; then
   log interop bench
