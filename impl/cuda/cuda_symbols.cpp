@@ -62,13 +62,6 @@ core::Status load(Driver& d) {
 
 namespace detail {
 stream::DriverFaults faults(kNames, sizeof kNames / sizeof kNames[0]);
-
-bool takeFault(Api api, CUresult* result) {
-  int r = 0;
-  if (!faults.take(static_cast<size_t>(api), &r)) return false;
-  *result = static_cast<CUresult>(r);
-  return true;
-}
 }  // namespace detail
 
 const Driver& loadDriver() {

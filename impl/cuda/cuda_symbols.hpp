@@ -108,14 +108,13 @@ uint64_t faultsFired();
 
 namespace detail {
 extern stream::DriverFaults faults;
-bool takeFault(Api api, CUresult* result);
 }  // namespace detail
 
 template <class Fn, class... Args>
 inline CUresult call(Api api, Fn fn, Args... args) {
   if (detail::faults.armed()) [[unlikely]] {
     CUresult injected;
-    if (detail::takeFault(api, &injected)) return injected;
+    if (detail::faults.takeAs(static_cast<size_t>(api), &injected)) return injected;
   }
   return fn(args...);
 }

@@ -127,14 +127,13 @@ uint64_t faultsFired();
 
 namespace detail {
 extern stream::DriverFaults faults;
-bool takeFault(Api api, hipError_t* result);
 }  // namespace detail
 
 template <class Fn, class... Args>
 inline hipError_t call(Api api, Fn fn, Args... args) {
   if (detail::faults.armed()) [[unlikely]] {
     hipError_t injected;
-    if (detail::takeFault(api, &injected)) return injected;
+    if (detail::faults.takeAs(static_cast<size_t>(api), &injected)) return injected;
   }
   return fn(args...);
 }

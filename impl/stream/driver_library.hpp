@@ -59,6 +59,14 @@ class DriverFaults {
   bool armed() const noexcept { return armed_.load(std::memory_order_relaxed); }
   // Whether call `api` fails now, and with which result.
   bool take(size_t api, int* result);
+  // The same, as the driver's own result type (CUresult, hipError_t).
+  template <class DriverResult>
+  bool takeAs(size_t api, DriverResult* result) {
+    int r = 0;
+    if (!take(api, &r)) return false;
+    *result = static_cast<DriverResult>(r);
+    return true;
+  }
 
  private:
   struct Fault {
