@@ -101,6 +101,8 @@ if has interop; then
   # backend starts driver threads that the thread-leak test of the run above would count).
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_TEST_REQUIRE_BACKENDS=hip timeout 120 stdbuf -oL \
     "$B/tests/interop/baton-interop-tests" --gtest_filter='*Hip*' > "$OUT/interop-hip.log" 2>&1
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_TEST_REQUIRE_BACKENDS=hip timeout 120 stdbuf -oL \
+    "$B/tests/interop/baton-interop-native-tests" --gtest_filter='*Hip*' >> "$OUT/interop-hip.log" 2>&1
   echo "hip bridged rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) " "$OUT/interop-hip.log" | head
   grep -A10 "Failure$" "$OUT/interop-hip.log" | head -20
   timeout 300 stdbuf -oL "$B/tests/interop/baton-interop-native-tests" > "$OUT/interop-native.log" 2>&1

@@ -891,6 +891,80 @@ TEST_F(NativeInterop, MemoryImportOfARangeMapsThatRange) {
   }
 }
 
+// HIP imports Vulkan memory natively (hipImportExternalMemory, OPAQUE_FD) where its device is
+// the Vulkan device: on the H100 through the translation library (BATON_HIP_DRIVER). Ordered
+// through the host: HIP's semaphore interop is bridged, and this test is about the memory.
+TEST_F(NativeInterop, HipImportsVulkanMemoryNatively) {
+  PhysicalDeviceProperties cudaProps;
+  ASSERT_OK(cudaPhysical.getProperties(&cudaProps));  // the Vulkan device's GPU
+  uint32_t count = 0;
+  ASSERT_OK(instance->enumeratePhysicalDevices(&count, nullptr));
+  std::vector<PhysicalDevice> pds(count);
+  ASSERT_OK(instance->enumeratePhysicalDevices(&count, pds.data()));
+  PhysicalDevice hipPhysical;
+  PhysicalDeviceProperties hipProps;
+  for (PhysicalDevice pd : pds) {
+    PhysicalDeviceProperties p;
+    ASSERT_OK(pd.getProperties(&p));
+    if (p.backend == BackendKind::Hip && std::memcmp(p.uuid, cudaProps.uuid, 16) == 0) {
+      hipPhysical = pd;
+      hipProps = p;
+    }
+  }
+  if (!hipPhysical)
+    GTEST_SKIP() << "no HIP device is the Vulkan device " << vk->name
+                 << " (on an NVIDIA GPU: BATON_HIP_DRIVER=<libbaton_hip_over_cuda.so>)";
+  if (!(hipProps.capabilities & kCapabilityExternalMemoryOpaqueFd))
+    GTEST_SKIP() << "the HIP runtime cannot import external memory";
+  UniqueDevice hip;
+  ASSERT_OK(instance->createDevice(hipPhysical, DeviceCreateInfo{}, hip.put()));
+  Queue hipQueue;
+  ASSERT_OK(hip->getQueue(0, &hipQueue));
+
+  constexpr uint64_t kTotal = 64 * 1024, kOffset = 16 * 1024, kSize = 8 * 1024;
+  std::string why;
+  VulkanBuffer shared = exportableAnyKind(kTotal, &why);
+  ASSERT_TRUE(shared.buffer) << why;
+  VulkanBuffer out;
+  const uint32_t* values = hostVisible(kTotal / 4, &out);
+  ASSERT_TRUE(values);
+  UniqueBuffer imported;
+  ASSERT_OK(importVulkanMemory(*hip, nativeMemoryInfo(shared), imported.put()));
+  VulkanInteropInfo ii;
+  ASSERT_OK(getVulkanMemoryInterop(*imported, &ii));
+  EXPECT_EQ(ii.mode, InteropMode::Native) << ii.reason;
+
+  VkSemaphore done = vulkanOnlyTimeline();
+  VkCommandBuffer fill = vk->record([&](VkCommandBuffer cmd) {
+    vk->cmdAcquireFromExternal(cmd, shared);
+    vkCmdFillBuffer(cmd, shared.buffer, 0, kTotal, 0xAAAAAAAA);
+    vk->cmdReleaseToExternal(cmd, shared);
+  });
+  ASSERT_EQ(vk->submit({}, fill, {{done, 1}}), VK_SUCCESS);
+  ASSERT_EQ(vk->wait(done, 1, kLongNs), VK_SUCCESS);
+
+  UniqueCommandBuffer cb = commands(hip);
+  ASSERT_OK(cb->fillBuffer(*imported, kOffset, kSize, 0x55555555));
+  ASSERT_OK(cb->end());
+  UniqueSemaphore hipDone = plain("hip-done");
+  ASSERT_OK(submit(hipQueue, {}, {*cb}, {{*hipDone, 1}}));
+  ASSERT_OK(hipDone->wait(1, kLongNs));
+
+  VkCommandBuffer copy = vk->record([&](VkCommandBuffer cmd) {
+    vk->cmdAcquireFromExternal(cmd, shared);
+    VkBufferCopy region{0, 0, kTotal};
+    vkCmdCopyBuffer(cmd, shared.buffer, out.buffer, 1, &region);
+    vk->cmdHostReadBarrier(cmd);
+  });
+  ASSERT_EQ(vk->submit({}, copy, {{done, 2}}), VK_SUCCESS);
+  ASSERT_EQ(vk->wait(done, 2, kLongNs), VK_SUCCESS);
+  for (uint64_t i = 0; i < kTotal / 4; ++i) {
+    const bool inside = i * 4 >= kOffset && i * 4 < kOffset + kSize;
+    ASSERT_EQ(values[i], inside ? 0x55555555u : 0xAAAAAAAAu) << "byte offset " << i * 4;
+  }
+  EXPECT_OK(hip->waitIdle(kLongNs));
+}
+
 // ---- failure ---------------------------------------------------------------------------------
 
 TEST_F(NativeInterop, FailedTimelineReleasesVulkanAndFailsBatonWaiters) {
