@@ -6,6 +6,8 @@
 // device, `skip` says why (CI points VK_DRIVER_FILES at Mesa's lavapipe when needed).
 #pragma once
 
+#include <dlfcn.h>
+#include <link.h>
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -454,6 +456,23 @@ class VulkanContext {
   bool externalMemoryFd = false;
 
  private:
+  // Keeps every library loaded so far (the Vulkan drivers the loader just opened) mapped until the
+  // process exits. The loader unloads its drivers at vkDestroyInstance; lavapipe keeps buffers
+  // in its globals, which LeakSanitizer then reports as leaked from an "<unknown module>"
+  // (seen with Debian's mesa-vulkan-drivers 22.3.6-1+deb12u2). Pinned, they stay reachable.
+  static void pinLoadedLibraries() {
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void*) {
+          if (info->dlpi_name && info->dlpi_name[0]) {
+            // NOLOAD: takes a reference to an object already loaded, never loads one.
+            if (void* h = dlopen(info->dlpi_name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+              (void)h;  // the reference is kept on purpose
+          }
+          return 0;
+        },
+        nullptr);
+  }
+
   void init() {
     auto app = vkStruct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
     app.pApplicationName = "baton-interop";
@@ -468,6 +487,7 @@ class VulkanContext {
              "VK_DRIVER_FILES to its lvp_icd json)";
       return;
     }
+    pinLoadedLibraries();
     uint32_t count = 0;
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
     std::vector<VkPhysicalDevice> devices(count);
