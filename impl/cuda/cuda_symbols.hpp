@@ -110,19 +110,11 @@ namespace detail {
 extern stream::DriverFaults faults;
 }  // namespace detail
 
-template <class Fn, class... Args>
-inline CUresult call(Api api, Fn fn, Args... args) {
-  if (detail::faults.armed()) [[unlikely]] {
-    CUresult injected;
-    if (detail::faults.takeAs(static_cast<size_t>(api), &injected)) return injected;
-  }
-  return fn(args...);
-}
-
 }  // namespace baton::cuda
 
 // Calls a driver entry point through the fault-injection wrapper; yields its CUresult.
-#define BATON_CU(name, ...) \
-  ::baton::cuda::call(::baton::cuda::Api::name, ::baton::cuda::symbols().name, __VA_ARGS__)
+#define BATON_CU(name, ...)                                                                      \
+  ::baton::stream::callDriver<CUresult>(::baton::cuda::detail::faults, ::baton::cuda::Api::name, \
+                                        ::baton::cuda::symbols().name, __VA_ARGS__)
 // The same, as a Status naming the call.
 #define BATON_CU_STATUS(name, ...) ::baton::cuda::toStatus(BATON_CU(name, __VA_ARGS__), #name)

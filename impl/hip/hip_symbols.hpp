@@ -129,19 +129,11 @@ namespace detail {
 extern stream::DriverFaults faults;
 }  // namespace detail
 
-template <class Fn, class... Args>
-inline hipError_t call(Api api, Fn fn, Args... args) {
-  if (detail::faults.armed()) [[unlikely]] {
-    hipError_t injected;
-    if (detail::faults.takeAs(static_cast<size_t>(api), &injected)) return injected;
-  }
-  return fn(args...);
-}
-
 }  // namespace baton::hip
 
 // Calls a runtime entry point through the fault-injection wrapper; yields its hipError_t.
-#define BATON_HIP(name, ...) \
-  ::baton::hip::call(::baton::hip::Api::name, ::baton::hip::symbols().name, __VA_ARGS__)
+#define BATON_HIP(name, ...)                                                                     \
+  ::baton::stream::callDriver<hipError_t>(::baton::hip::detail::faults, ::baton::hip::Api::name, \
+                                          ::baton::hip::symbols().name, __VA_ARGS__)
 // The same, as a Status naming the call.
 #define BATON_HIP_STATUS(name, ...) ::baton::hip::toStatus(BATON_HIP(name, __VA_ARGS__), #name)

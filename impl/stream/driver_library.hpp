@@ -83,4 +83,16 @@ class DriverFaults {
   std::vector<Fault> faults_;
 };
 
+// Calls fn(args...), the driver entry point `api`, unless `faults` has a fault armed for it, whose
+// result (CUresult, hipError_t) is then returned instead: the one wrapper around every driver call
+// (DESIGN §8). While nothing is armed it costs one relaxed load.
+template <class DriverResult, class Api, class Fn, class... Args>
+inline DriverResult callDriver(DriverFaults& faults, Api api, Fn fn, Args... args) {
+  if (faults.armed()) [[unlikely]] {
+    DriverResult injected;
+    if (faults.takeAs(static_cast<size_t>(api), &injected)) return injected;
+  }
+  return fn(args...);
+}
+
 }  // namespace baton::stream
