@@ -156,6 +156,8 @@ class Recycled {
         return;
       }
     }
+#else
+    (void)size;  // ASan sees every block: no recycling
 #endif
     ::operator delete(p);
   }
