@@ -1,6 +1,7 @@
 // Public entry points of Device.
 #include "api_entry.hpp"
 #include "baton/device.hpp"
+#include "callback_scope.hpp"
 
 namespace baton {
 
@@ -19,6 +20,12 @@ Result Device::destroy() const noexcept {
   Ref<core::Instance> keepAlive;
   return entry("Device::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
+    {
+      Ref<core::Device> dev = findDevice(handle_, &st);
+      if (!dev) return st;
+      owner = dev->instance();
+      BATON_TRY(core::refuseInsideOwnCallback("Device::destroy", dev.get()));
+    }
     Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Device, "device", &st);
     if (!o) return st;
     auto* dev = static_cast<core::Device*>(o.get());
@@ -145,6 +152,7 @@ Result Device::waitIdle(uint64_t timeoutNs) const noexcept {
     Ref<core::Device> dev = findDevice(handle_, &st);
     if (!dev) return st;
     owner = dev->instance();
+    BATON_TRY(core::refuseInsideOwnCallback("Device::waitIdle", dev.get()));
     Deadline deadline = Deadline::after(timeoutNs);
     for (Ref<core::Queue>& q : dev->queues) BATON_TRY(q->waitIdle(deadline));
     return Status();

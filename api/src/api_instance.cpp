@@ -6,6 +6,7 @@
 #include "baton/instance.hpp"
 #include "baton/physical_device.hpp"
 #include "baton/semaphore.hpp"
+#include "callback_scope.hpp"
 
 namespace baton {
 
@@ -76,6 +77,13 @@ Result Instance::destroy() const noexcept {
   Ref<Object> keepAlive;
   return entry("Instance::destroy", [&](const core::Instance*& owner) -> Status {
     Status st;
+    {
+      Ref<core::Instance> inst =
+          find<core::Instance>(handle_, ObjectType::Instance, "instance", &st);
+      if (!inst) return st;
+      owner = inst.get();
+      BATON_TRY(core::refuseInsideOwnCallback("Instance::destroy", nullptr, inst.get()));
+    }
     Ref<Object> o = HandleTable::get().remove(handle_, ObjectType::Instance, "instance", &st);
     if (!o) return st;
     keepAlive = o;

@@ -2,6 +2,7 @@
 #include "api_entry.hpp"
 #include "baton/device.hpp"
 #include "baton/queue.hpp"
+#include "callback_scope.hpp"
 
 namespace baton {
 
@@ -216,6 +217,7 @@ Result Queue::waitIdle(uint64_t timeoutNs) const noexcept {
     Ref<core::Queue> q = findQueue(handle_, &st);
     if (!q) return st;
     owner = q->device()->instance();
+    BATON_TRY(core::refuseInsideOwnCallback("Queue::waitIdle", q->device()));
     return q->waitIdle(Deadline::after(timeoutNs));
   });
 }

@@ -1,3 +1,4 @@
+#include "callback_scope.hpp"
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "report.hpp"
@@ -70,6 +71,22 @@ void Device::markLost(const std::string& reason) {
   for (Ref<Queue>& q : queues) q->failHeld(why);
   std::lock_guard<std::mutex> lock(instance()->semaphoresMutex);
   for (Semaphore* s : instance()->semaphores) s->failIfPendingOn(this, text);
+}
+
+Status refuseInsideOwnCallback(const char* operation, const Device* device,
+                               const Instance* instance) {
+  const CallbackScope* scope = CallbackScope::current();
+  if (!scope) [[likely]]
+    return Status();
+  const Device* running = scope->device();
+  if (running != device && !(instance && running && running->instance() == instance))
+    return Status();
+  return Status(
+      Result::ErrorInvalidState,
+      format("%s was called from %s running on %s's queue %u: it would wait for that "
+             "callback's own work, so it is refused (call it once the submission has "
+             "completed, from another thread)",
+             operation, scope->kindName(), running->label().c_str(), scope->queueIndex()));
 }
 
 Status Device::lostStatus() const {

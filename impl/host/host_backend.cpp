@@ -13,6 +13,7 @@
 
 #include "backend.hpp"
 #include "baton/device.hpp"
+#include "callback_scope.hpp"
 #include "notifier.hpp"
 #include "objects.hpp"
 
@@ -148,14 +149,22 @@ class HostQueue final : public QueueImpl {
             std::memcpy(hostPointer(*c.dst, c.dstOffset), c.data.data(), c.size);
             break;
           case Command::Kind::HostCall: {
-            Result r = c.hostCallback(c.userData);
+            Result r;
+            {
+              CallbackScope running(&device_, index_, CallbackScope::kHostCall);
+              r = c.hostCallback(c.userData);
+            }
             if (isError(r))
               return error(Result::ErrorHostCallFailed, "hostCall on host queue %u returned %s",
                            index_, resultName(r));
             break;
           }
           case Command::Kind::Native: {
-            Result r = c.nativeCallback(native(), c.userData);
+            Result r;
+            {
+              CallbackScope running(&device_, index_, CallbackScope::kNative);
+              r = c.nativeCallback(native(), c.userData);
+            }
             if (isError(r))
               return error(Result::ErrorHostCallFailed,
                            "native callback on host queue %u returned %s", index_, resultName(r));

@@ -40,6 +40,10 @@ struct HostCalls {
   std::vector<Call> calls;  // reserved up front: the driver holds pointers into it
   std::atomic<int32_t> firstError{0};
   std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
+  // The queue running the calls, for core::CallbackScope (entry points that would wait for it
+  // refuse inside its callbacks). The device outlives its submissions' host calls.
+  const core::Device* device = nullptr;
+  uint32_t queueIndex = 0;
 };
 
 }  // namespace

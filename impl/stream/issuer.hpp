@@ -310,6 +310,8 @@ class Issuer {
       rec.hostCalls = std::make_unique<HostCalls>();
       rec.hostCalls->calls.reserve(rec.hostCallCount);
       rec.hostCalls->queue = q_.weak_from_this();
+      rec.hostCalls->device = q_.coreDevice;
+      rec.hostCalls->queueIndex = q_.index;
     }
 
     while (const core::Command* next = current(rec)) {
@@ -356,7 +358,11 @@ class Issuer {
           nq.stream = q_.stream;
           nq.deviceOrdinal = q_.device->config.ordinal;
           nq.queueIndex = q_.index;
-          Result r = c.nativeCallback(nq, c.userData);
+          Result r;
+          {
+            core::CallbackScope running(q_.coreDevice, q_.index, core::CallbackScope::kNative);
+            r = c.nativeCallback(nq, c.userData);
+          }
           context.reapply();  // the callback may have switched contexts (cudaSetDevice)
           if (isError(r))
             return core::error(Result::ErrorHostCallFailed, "a native callback on %s returned %s",

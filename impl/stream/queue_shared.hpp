@@ -51,6 +51,10 @@ namespace {
 // Set on this backend's own threads (issuing and completion threads): a full issue ring never
 // blocks them (see QueueShared::post).
 thread_local bool tInternalThread = false;
+// Set while a driver host function runs a submission's host calls (HostCalls::trampoline): the
+// driver forbids its own API there (DESIGN §4), so a submit made from a host call takes an event
+// only if one is free, and otherwise leaves it to the issuing thread (published late).
+thread_local bool tInsideHostFunction = false;
 
 // The issuing thread of one device (IssueThread), shared by its queues. One thread issues for
 // every queue of a device: the driver calls of a hand-off between two queues then run on one
@@ -153,6 +157,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   Status takeEvent(std::vector<void*>& stash, void** event) {
     if (stash.empty()) device->pool.takeFree(stash, kEventStash);
     if (stash.empty()) {  // none free: creates one, in the device's context (any thread may ask)
+      if (tInsideHostFunction) [[unlikely]]
+        return Status(Result::NotReady, "no free event, and a host function may not create one");
       ContextScope scope(driver, device->config.context);
       return device->pool.acquire(event);
     }
@@ -385,7 +391,10 @@ void HostCalls::trampoline(void* data) {
   {
     // A callback may signal baton semaphores; what that releases must not be issued here.
     core::Notifier::Scope scope;
+    core::CallbackScope running(owner.device, owner.queueIndex, core::CallbackScope::kHostCall);
+    tInsideHostFunction = true;
     r = call->callback(call->userData);
+    tInsideHostFunction = false;
     passes = core::Notifier::takeScheduled();
   }
   if (isError(r)) owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);

@@ -17,6 +17,7 @@
 #include <memory>
 #include <utility>
 
+#include "callback_scope.hpp"
 #include "completion.hpp"
 #include "device_shared.hpp"
 #include "event_pool.hpp"

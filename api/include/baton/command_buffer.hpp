@@ -22,8 +22,14 @@ constexpr uint64_t kMaxUpdateSize = 65536;
 // the submission: its signal semaphores fail with a reason naming the code; commands after it in
 // the same submission do not run. It must not block on work queued behind it, and must not
 // call the native driver's stream API (CUDA forbids it inside host functions). On GPU backends it
-// runs inside the driver's host function: it may signal or fail baton semaphores (what that
-// releases is issued from another thread), but must not submit to baton queues of a GPU backend.
+// runs inside the driver's host function.
+// Calling baton from inside (host calls and native callbacks alike, every backend): signal, fail,
+// query and wait for semaphores (a wait for work queued behind the callback never ends: give it
+// a timeout), submit to any queue including its own, create and destroy semaphores, command
+// buffers (also the one it runs from: the submission keeps what it runs) and buffers, and
+// queue-ordered alloca/dealloca are honoured. What would wait for the callback's own device —
+// Queue::waitIdle or Device::waitIdle of that device, Device::destroy of it, Instance::destroy of
+// its instance — returns ErrorInvalidState at once and changes nothing.
 using HostCallback = Result (*)(void* userData);
 
 // The backend's native queue, handed to native callbacks at execution time.
@@ -42,6 +48,7 @@ struct NativeQueue {
 // queues, in each queue's order), with the device current (CUDA: its primary context; HIP:
 // hipSetDevice to its ordinal, so runtime calls target it): it must enqueue work and
 // return, never block waiting for other baton work (the device's other queues wait meanwhile).
+// What it may call of baton: as for HostCallback.
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 
 class CommandBuffer : public Handle<CommandBuffer> {

@@ -30,7 +30,9 @@ class Device : public Handle<Device> {
   // issued work is waited for. Command buffers and buffers still alive are destroyed too,
   // reported through the debug callback, and the result is then ErrorObjectInUse; the device
   // is gone in every case. Not to be called concurrently with other calls on this device.
-  // Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
+  // Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState (called from a host
+  // call or native callback running on this device's queues: it would wait for that callback's
+  // own work; the device is left as it was).
   Result destroy() const noexcept;
 
   // Writes queue `index` (0..queueCount-1); queues are owned by the device. Thread safe.
@@ -51,7 +53,8 @@ class Device : public Handle<Device> {
   // ErrorDeviceLost, ErrorInvalidHandle.
   [[nodiscard]] Result createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept;
 
-  // Waits for every queue of the device to be idle (see Queue::waitIdle). Thread safe.
+  // Waits for every queue of the device to be idle (see Queue::waitIdle; the same results,
+  // ErrorInvalidState from inside a callback running on any of its queues). Thread safe.
   [[nodiscard]] Result waitIdle(uint64_t timeoutNs = kWaitForever) const noexcept;
 
   // The same as Instance::waitSemaphores; additionally returns ErrorDeviceLost when this

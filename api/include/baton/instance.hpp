@@ -52,7 +52,9 @@ class Instance : public Handle<Instance> {
   // destroyed too — each reported through the debug callback — and the result is then
   // ErrorObjectInUse; the instance is gone either way. Pending work on destroyed devices is
   // failed, never left hanging. Not to be called concurrently with other calls on this instance
-  // or its children. Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
+  // or its children. Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState
+  // (called from a host call or native callback running on one of its devices: the instance is
+  // left as it was).
   Result destroy() const noexcept;
 
   // Vulkan-style two-call enumeration: with infos null, writes the count; otherwise fills up to

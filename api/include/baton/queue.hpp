@@ -67,7 +67,9 @@ class Queue : public Handle<Queue> {
 
   // Blocks until every batch submitted to this queue before the call has finished, or timeoutNs
   // passes. Batches held on unmet waits count as unfinished. Thread safe. Returns Success,
-  // Timeout, ErrorDeviceLost, ErrorInvalidHandle.
+  // Timeout, ErrorDeviceLost, ErrorInvalidHandle, ErrorInvalidState (at once, when called from a
+  // host call or native callback running on a queue of this queue's device: it would wait for
+  // that callback's own work).
   [[nodiscard]] Result waitIdle(uint64_t timeoutNs = kWaitForever) const noexcept;
 
   // Writes the device that owns this queue. Returns Success, ErrorInvalidArgument,
