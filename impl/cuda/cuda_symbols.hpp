@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "driver_library.hpp"
 #include "status.hpp"
@@ -101,10 +102,24 @@ std::string resultName(CUresult result);
 // or its versioned symbol), after `skip` calls that succeed normally, return `result` without
 // calling the driver. Returns false for an unknown name. Thread safe; for tests only.
 bool injectFault(const char* api, CUresult result, uint32_t skip = 0, uint32_t count = 1);
+// The same, but the driver is called first and its result replaced by `result`: an error
+// reported by a call that did its work (drivers report errors of earlier asynchronous work from
+// unrelated calls). For release entry points, whose object the driver then still frees.
+bool injectFaultAfterCall(const char* api, CUresult result, uint32_t skip = 0, uint32_t count = 1);
 // Removes every injected fault.
 void clearFaults();
 // How many injected faults fired since the last clearFaults().
 uint64_t faultsFired();
+// Starts (from zero) or stops counting the calls of each entry point at the wrapper, so that a
+// test can list the (entry point, occurrence) pairs a workload makes (tests/faults). Counting
+// arms the wrapper: every call then takes a lock. For tests only.
+void recordCalls(bool on);
+// The entry points called since counting last started, with how often; in table order.
+std::vector<stream::CallCount> callCounts();
+// Makes every call through the wrapper fail with `result` (e.g. CUDA_ERROR_OUT_OF_MEMORY) with
+// probability `probability`, drawn from a PRNG seeded with `seed`; a probability <= 0 ends it, and
+// so does clearFaults(). For tests only.
+void injectRandomFaults(uint64_t seed, double probability, CUresult result);
 
 namespace detail {
 extern stream::DriverFaults faults;

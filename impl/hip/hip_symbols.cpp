@@ -132,8 +132,20 @@ bool injectFault(const char* api, hipError_t result, uint32_t skip, uint32_t cou
   return detail::faults.inject(api, static_cast<int>(result), skip, count);
 }
 
+bool injectFaultAfterCall(const char* api, hipError_t result, uint32_t skip, uint32_t count) {
+  return detail::faults.injectAfterCall(api, static_cast<int>(result), skip, count);
+}
+
 void clearFaults() { detail::faults.clear(); }
 
 uint64_t faultsFired() { return detail::faults.fired(); }
+
+void recordCalls(bool on) { detail::faults.record(on); }
+
+std::vector<stream::CallCount> callCounts() { return detail::faults.counts(); }
+
+void injectRandomFaults(uint64_t seed, double probability, hipError_t result) {
+  detail::faults.injectRandom(seed, probability, static_cast<int>(result));
+}
 
 }  // namespace baton::hip

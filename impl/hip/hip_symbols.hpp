@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "driver_library.hpp"
 #include "status.hpp"
@@ -120,10 +121,25 @@ std::string resultName(hipError_t result);
 // normally, return `result` without calling the runtime. Returns false for an unknown name.
 // Thread safe; for tests only.
 bool injectFault(const char* api, hipError_t result, uint32_t skip = 0, uint32_t count = 1);
+// The same, but the driver is called first and its result replaced by `result`: an error
+// reported by a call that did its work (drivers report errors of earlier asynchronous work from
+// unrelated calls). For release entry points, whose object the driver then still frees.
+bool injectFaultAfterCall(const char* api, hipError_t result, uint32_t skip = 0,
+                          uint32_t count = 1);
 // Removes every injected fault.
 void clearFaults();
 // How many injected faults fired since the last clearFaults().
 uint64_t faultsFired();
+// Starts (from zero) or stops counting the calls of each entry point at the wrapper, so that a
+// test can list the (entry point, occurrence) pairs a workload makes (tests/faults). Counting
+// arms the wrapper: every call then takes a lock. For tests only.
+void recordCalls(bool on);
+// The entry points called since counting last started, with how often; in table order.
+std::vector<stream::CallCount> callCounts();
+// Makes every call through the wrapper fail with `result` (e.g. hipErrorOutOfMemory) with
+// probability `probability`, drawn from a PRNG seeded with `seed`; a probability <= 0 ends it, and
+// so does clearFaults(). For tests only.
+void injectRandomFaults(uint64_t seed, double probability, hipError_t result);
 
 namespace detail {
 extern stream::DriverFaults faults;

@@ -291,7 +291,7 @@ class Completion {
     // Loss can be declared while this stream still runs (a fault seen on another queue or
     // injected by a test): let it drain before the records release the memory it may use. On a
     // faulted context this returns the sticky error at once.
-    (void)d_.streamSynchronize(q_->stream);
+    const bool drained = d_.streamSynchronize(q_->stream).ok();
     {
       core::Notifier::Scope scope;
       for (Record& r : inflight_) {
@@ -303,8 +303,9 @@ class Completion {
         }
         for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
         // The driver may still call host functions of a faulted stream, or never: their data
-        // must stay valid either way, so it is deliberately leaked (only after device loss).
-        (void)r.hostCalls.release();
+        // must stay valid either way, so it is deliberately leaked (only after device loss, and
+        // only when the stream could not be drained: a drained stream ran them all).
+        if (!drained) (void)r.hostCalls.release();
       }
       inflight_.clear();
       urgent_ = 0;
@@ -313,7 +314,7 @@ class Completion {
         Record& c = *q_->continuation;
         core::failSignals(*c.submission, why);
         q_->dropRelease(c.published, c.hostPublish, why);
-        (void)c.hostCalls.release();
+        if (!drained) (void)c.hostCalls.release();
         q_->continuation.reset();
         ++submissions;
       }

@@ -1,0 +1,134 @@
+// The fake driver's initialisation, error names, devices and contexts (fake_cuda.hpp says what
+// the driver models). Every entry point first checks the host-function rule (FAKE_CUDA_ENTRY).
+#include <cstdio>
+#include <cstring>
+
+#include "fake_cuda.hpp"
+
+using fake_cuda::config;
+using fake_cuda::Context;
+using fake_cuda::gContexts;
+using fake_cuda::tCurrent;
+
+namespace {
+
+bool validDevice(CUdevice device) { return device >= 0 && device < config().devices; }
+
+}  // namespace
+
+extern "C" {
+
+CUresult CUDAAPI cuInit(unsigned int) {
+  FAKE_CUDA_ENTRY("cuInit");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  FAKE_CUDA_ENTRY("cuDriverGetVersion");
+  *version = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char** name) {
+  FAKE_CUDA_ENTRY("cuGetErrorName");
+  switch (error) {
+#define FAKE_CUDA_NAME(e) \
+  case e: *name = #e; return CUDA_SUCCESS;
+    FAKE_CUDA_NAME(CUDA_SUCCESS)
+    FAKE_CUDA_NAME(CUDA_ERROR_INVALID_VALUE)
+    FAKE_CUDA_NAME(CUDA_ERROR_OUT_OF_MEMORY)
+    FAKE_CUDA_NAME(CUDA_ERROR_NOT_INITIALIZED)
+    FAKE_CUDA_NAME(CUDA_ERROR_INVALID_DEVICE)
+    FAKE_CUDA_NAME(CUDA_ERROR_INVALID_CONTEXT)
+    FAKE_CUDA_NAME(CUDA_ERROR_INVALID_HANDLE)
+    FAKE_CUDA_NAME(CUDA_ERROR_NOT_READY)
+    FAKE_CUDA_NAME(CUDA_ERROR_ILLEGAL_ADDRESS)
+    FAKE_CUDA_NAME(CUDA_ERROR_LAUNCH_FAILED)
+    FAKE_CUDA_NAME(CUDA_ERROR_NOT_PERMITTED)
+    FAKE_CUDA_NAME(CUDA_ERROR_NOT_SUPPORTED)
+#undef FAKE_CUDA_NAME
+    default: *name = nullptr; return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char** text) {
+  FAKE_CUDA_ENTRY("cuGetErrorString");
+  const char* name = nullptr;
+  if (cuGetErrorName(error, &name) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+  *text = "reported by the fake CUDA driver";
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  FAKE_CUDA_ENTRY("cuDeviceGetCount");
+  *count = config().devices;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  FAKE_CUDA_ENTRY("cuDeviceGet");
+  if (!validDevice(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice device) {
+  FAKE_CUDA_ENTRY("cuDeviceGetName");
+  std::snprintf(name, static_cast<size_t>(length), "baton fake CUDA device %d", device);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice device) {
+  FAKE_CUDA_ENTRY("cuDeviceGetUuid");
+  std::memset(uuid->bytes, 0xF0 + device, sizeof uuid->bytes);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  FAKE_CUDA_ENTRY("cuDeviceTotalMem");
+  *bytes = size_t(1) << 30;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+  FAKE_CUDA_ENTRY("cuDeviceGetAttribute");
+  switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *value = 1; break;
+    default: *value = 0;
+  }
+  return CUDA_SUCCESS;
+}
+
+// One primary context per device.
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice device) {
+  FAKE_CUDA_ENTRY("cuDevicePrimaryCtxRetain");
+  if (!validDevice(device)) return CUDA_ERROR_INVALID_DEVICE;
+  *context = reinterpret_cast<CUcontext>(&gContexts[device]);
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) {
+  FAKE_CUDA_ENTRY("cuDevicePrimaryCtxRelease");
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+  FAKE_CUDA_ENTRY("cuCtxGetCurrent");
+  *context = tCurrent;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+  FAKE_CUDA_ENTRY("cuCtxSetCurrent");
+  tCurrent = context;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+  FAKE_CUDA_ENTRY("cuCtxGetDevice");
+  if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = reinterpret_cast<Context*>(tCurrent)->ordinal;
+  return CUDA_SUCCESS;
+}
+// Waits for the work of every stream of the current context (behaviour 8).
+CUresult CUDAAPI cuCtxSynchronize() {
+  FAKE_CUDA_ENTRY("cuCtxSynchronize");
+  if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::synchronizeContext(tCurrent))
+    fake_cuda::gCounters.streamSyncBlocked.fetch_add(1, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
+}
+
+}  // extern "C"
