@@ -6,8 +6,8 @@
 # NVIDIA Vulkan driver), the demo, compute-sanitizer and the benchmarks, writing logs to $OUT
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
-# Steps (default: all but full): build info tests lost conformance hip hiplost hipconf cross
-# interop demo sanitizer bench hipbench ibench full
+# Steps (default: all but soak, soakwait and full): build info tests lost conformance hip hiplost
+# hipconf cross interop demo sanitizer soak soakwait bench hipbench ibench full
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
@@ -114,15 +114,45 @@ if has demo; then
   (cd "$OUT" && timeout 120 stdbuf -oL "$B/samples/demo/baton-demo" --frames 120 --out "$OUT/baton-demo.png") > "$OUT/demo.log" 2>&1
   echo "rc=$?"; grep -vE "^ *frame +[0-9]+ " "$OUT/demo.log" | head -40
 fi
+# compute-sanitizer over the CUDA tests and the conformance suite on CUDA: memcheck, racecheck and
+# synccheck, the six runs side by side (each its own process on the one GPU).
 if has sanitizer; then
   log compute-sanitizer
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  BATON_CUDA_TEST_SUBMISSIONS=800 timeout 300 "$CS" --tool memcheck --error-exitcode 3 \
-    "$B/tests/cuda/baton-cuda-tests" > "$OUT/sanitizer.log" 2>&1
-  echo "memcheck rc=$?"; grep -E "ERROR SUMMARY|^\[  (FAILED|PASSED) |tests ran" "$OUT/sanitizer.log" | head
-  BATON_CUDA_TEST_SUBMISSIONS=800 timeout 200 "$CS" --tool racecheck \
-    "$B/tests/cuda/baton-cuda-tests" --gtest_filter='*Chain*:*RuntimeApi*' >> "$OUT/sanitizer.log" 2>&1
-  echo "racecheck rc=$?"; grep -E "RACECHECK SUMMARY|ERROR SUMMARY" "$OUT/sanitizer.log" | tail -2
+  for tool in memcheck racecheck synccheck; do
+    BATON_CUDA_TEST_SUBMISSIONS=800 timeout 420 "$CS" --tool $tool --error-exitcode 3 \
+      "$B/tests/cuda/baton-cuda-tests" > "$OUT/sanitizer-$tool-cuda.log" 2>&1 &
+    BATON_STRESS_OPS=4000 timeout 420 "$CS" --tool $tool --error-exitcode 3 \
+      "$B/tests/baton-conformance" --gtest_filter='*/cuda' > "$OUT/sanitizer-$tool-conformance.log" 2>&1 &
+  done
+  wait
+  for f in "$OUT"/sanitizer-*.log; do
+    echo "$(basename "$f"): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)" \
+      "| $(grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]" "$f" | tr '\n' ' ')"
+    grep -B2 -A12 "Failure$\|========= [A-Z][a-z]* .*error\|========= Invalid\|Race reported" "$f" | head -20
+  done
+fi
+# The soak (tests/soak/soak.cpp) on the real driver, with native Vulkan interop on the H100:
+# SOAK_SECONDS (600) of load, a sample every minute. With SOAK_DETACH=1 it starts in a session of
+# its own and the step returns at once (a run of the device tool may last 10 minutes in all);
+# the step soakwait waits for it and collects its log.
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+if has soak; then
+  log "soak ($SOAK_SECONDS s)"
+  soak_cmd="timeout $((SOAK_SECONDS + 180)) stdbuf -oL $B/tests/soak/baton-soak --seconds $SOAK_SECONDS --sample 60"
+  if [ -n "${SOAK_DETACH:-}" ]; then
+    rm -f /tmp/soak.log /tmp/soak.rc
+    setsid nohup sh -c "$soak_cmd > /tmp/soak.log 2>&1; echo \$? > /tmp/soak.rc" < /dev/null > /dev/null 2>&1 &
+    echo "soak started in the background; step soakwait collects /tmp/soak.log"
+  else
+    $soak_cmd > "$OUT/soak.log" 2>&1; echo "rc=$?"; cat "$OUT/soak.log"
+  fi
+fi
+if has soakwait; then
+  log soak: waiting for the background run
+  for _ in $(seq 1 600); do [ -e /tmp/soak.rc ] && break; sleep 1; done
+  cp /tmp/soak.log "$OUT/soak.log" 2>/dev/null
+  echo "rc=$(cat /tmp/soak.rc 2>/dev/null || echo 'still running')"; cat /tmp/soak.log
 fi
 if has bench; then
   log bench
