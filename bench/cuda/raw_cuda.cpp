@@ -86,6 +86,14 @@ int eventElapsedMs(float* ms, RawEvent a, RawEvent b) {
 
 std::string errorName(int r) { return baton::cuda::resultName(static_cast<CUresult>(r)); }
 
+int launchHostFunc(RawStream s, const RawHostCall* call) {
+  return cu->cuLaunchHostFunc(stream(s), call->fn, call->user);
+}
+int memcpyAsync(uint64_t dst, uint64_t src, size_t bytes, RawStream s) {
+  return cu->cuMemcpyAsync(static_cast<CUdeviceptr>(dst), static_cast<CUdeviceptr>(src), bytes,
+                           stream(s));
+}
+
 }  // namespace
 
 const RawDriver& rawCuda() {

@@ -12,6 +12,8 @@
 // the device (and on CUDA its primary context) that makeCurrent() makes current on other threads.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace baton_bench {
@@ -19,6 +21,14 @@ namespace baton_bench {
 using RawStream = void*;
 using RawEvent = void*;
 using RawFunction = void*;
+
+// A host function for launchHostFunc: fn(user) runs on the driver's callback thread. The struct
+// must outlive the call's execution (HIP's hipStreamAddCallback has another signature: raw_hip.cpp
+// passes the struct itself through a trampoline).
+struct RawHostCall {
+  void (*fn)(void* user);
+  void* user;
+};
 
 enum class RawEventKind {
   Plain,         // timing disabled (CU_EVENT_DISABLE_TIMING, hipEventDisableTiming)
@@ -73,6 +83,15 @@ struct RawDriver {
 
   // "CUDA_ERROR_NOT_READY", "hipErrorNotReady", ...
   std::string (*errorName)(int result);
+
+  // Added for frame_bench (the engine frame):
+  // Enqueues call->fn(call->user) on the stream, in order (cuLaunchHostFunc; HIP:
+  // hipStreamAddCallback, since 5.2 does not export hipLaunchHostFunc). The function must make no
+  // driver call.
+  int (*launchHostFunc)(RawStream stream, const RawHostCall* call);
+  // Copies `bytes` between device addresses (device or mapped pinned memory) in stream order:
+  // cuMemcpyAsync, hipMemcpyAsync(hipMemcpyDefault), as baton's copyBuffer does.
+  int (*memcpyAsync)(uint64_t dst, uint64_t src, size_t bytes, RawStream stream);
 };
 
 // The functions of a RawDriver in member order: each implementation defines functions of these
@@ -81,7 +100,7 @@ struct RawDriver {
   versions, cannotRunKernels, open, makeCurrent, currentQuery, close, moduleLoad, moduleUnload, \
       getFunction, launch, streamCreate, streamDestroy, streamSynchronize, streamWaitEvent,     \
       eventCreate, eventDestroy, eventRecord, eventQuery, eventSynchronize, eventElapsedMs,     \
-      errorName
+      errorName, launchHostFunc, memcpyAsync
 
 // Defined by raw_cuda.cpp and raw_hip.cpp, each built with its backend (BATON_BENCH_CUDA,
 // BATON_BENCH_HIP).

@@ -88,6 +88,21 @@ int eventElapsedMs(float* ms, RawEvent a, RawEvent b) {
 
 std::string errorName(int r) { return baton::hip::resultName(static_cast<hipError_t>(r)); }
 
+// hipStreamAddCallback's callback also receives the stream and its status: the trampoline drops
+// them and calls the RawHostCall (one indirect call more than CUDA's cuLaunchHostFunc).
+void hostCallTrampoline(hipStream_t, hipError_t, void* data) {
+  const auto* call = static_cast<const RawHostCall*>(data);
+  call->fn(call->user);
+}
+int launchHostFunc(RawStream s, const RawHostCall* call) {
+  return hip->hipStreamAddCallback(stream(s), hostCallTrampoline, const_cast<RawHostCall*>(call),
+                                   0);
+}
+int memcpyAsync(uint64_t dst, uint64_t src, size_t bytes, RawStream s) {
+  return hip->hipMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src),
+                             bytes, hipMemcpyDefault, stream(s));
+}
+
 }  // namespace
 
 const RawDriver& rawHip() {

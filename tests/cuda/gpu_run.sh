@@ -7,7 +7,7 @@
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but soak, soakwait and full): build info tests lost conformance hip hiplost
-# hipconf cross interop demo sanitizer soak soakwait bench hipbench ibench full
+# hipconf cross interop demo sanitizer soak soakwait bench hipbench framebench ibench full
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
@@ -16,7 +16,7 @@ set -u
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop demo sanitizer bench hipbench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop demo sanitizer bench hipbench framebench ibench}
 # The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The Vulkan device interop runs on: the H100 (the NVIDIA driver), not a CPU implementation.
@@ -167,6 +167,16 @@ if has hipbench; then
   log hip bench
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 200 stdbuf -oL "$B/bench/cuda/cuda_bench" --backend hip > "$OUT/hip-bench.log" 2>&1
   echo "rc=$?"; cat "$OUT/hip-bench.log"
+fi
+# The engine frame (bench/cuda/frame_bench.cpp): baton against raw streams and events, on CUDA and
+# on HIP through the translation library; a broken ordering makes rc=1.
+if has framebench; then
+  log frame bench
+  timeout 150 stdbuf -oL "$B/bench/cuda/frame_bench" > "$OUT/frame-bench.log" 2>&1
+  echo "rc=$?"; cat "$OUT/frame-bench.log"
+  log frame bench on hip
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" timeout 150 stdbuf -oL "$B/bench/cuda/frame_bench" --backend hip > "$OUT/hip-frame-bench.log" 2>&1
+  echo "rc=$?"; cat "$OUT/hip-frame-bench.log"
 fi
 if has ibench; then
   log interop bench
