@@ -246,7 +246,7 @@ Result Instance::createDevice(PhysicalDevice physicalDevice, const DeviceCreateI
     if (info.queueCount == 0 || info.queueCount > maxQueues)
       return error(Result::ErrorInvalidArgument, "queueCount %u is outside 1..%u for %s",
                    info.queueCount, maxQueues, pd->properties.name);
-    Ref<core::Device> dev = makeRef<core::Device>(inst, pd);
+    Ref<core::Device> dev = makeRef<core::Device>(inst, pd, info.debugName);
     Status s = dev->init(info.queueCount);
     if (!s.ok()) return s.context("creating " + dev->label());
     for (Ref<core::Queue>& q : dev->queues) {

@@ -194,7 +194,7 @@ Result Queue::deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
                    b->device->label().c_str(), dev.label().c_str());
     if (!b->queueOrdered)
       return Status(Result::ErrorInvalidArgument,
-                    "buffer was not made by Queue::alloca; destroy it with Buffer::destroy");
+                    "buffer was not made by Queue::allocaBuffer; destroy it with Buffer::destroy");
     if (dev.lost()) return dev.lostStatus();
     std::vector<std::unique_ptr<Submission>> subs;
     subs.push_back(std::make_unique<Submission>());
@@ -203,11 +203,15 @@ Result Queue::deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
     BATON_TRY(buildWaits(dev, waits, 0, sub));
     BATON_TRY(buildSignals(dev, signals, 0, sub));
     sub.buffer = b;
-    Ref<Object> removed =
-        HandleTable::get().remove(buffer.raw(), ObjectType::Buffer, "buffer", &st);
-    if (!removed) return st;
+    // The handle goes once the dealloca is queued, not before: an error result leaves the buffer
+    // the caller's (queue.hpp), ErrorDeviceLost from the queue included (the device can be lost
+    // while this call runs). A failure of the free itself, later on the queue, fails the
+    // signals, and the backend releases the memory.
+    BATON_TRY(q->submit(subs));
+    Status ignored;  // a destroy of the same handle racing this call (the caller's race) took it
+    (void)HandleTable::get().remove(buffer.raw(), ObjectType::Buffer, "buffer", &ignored);
     dev.children.remove(buffer.raw());
-    return q->submit(subs);
+    return Status();
   });
 }
 

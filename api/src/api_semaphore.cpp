@@ -28,10 +28,10 @@ Result Semaphore::destroy() const noexcept {
     owner = keepAlive.get();
     s->instance()->children.remove(handle_);
     // References beyond ours mean pending submissions or host waiters still use it. Fail it so
-    // that none of them waits for a signal that can no longer be sent.
+    // that none of them waits for a signal that can no longer be sent. The reason is the phrase
+    // semaphore.hpp quotes; the failure's message adds the name ("semaphore 'x' failed: ...").
     if (s->hasWaiters() || s->refCount() > 1) {
-      s->fail(Result::ErrorSemaphoreFailed,
-              "semaphore '" + s->name() + "' was destroyed while pending work used it");
+      s->fail(Result::ErrorSemaphoreFailed, "destroyed while pending work used it");
       s->detachMirror();  // after fail(), so that an interop counterpart hears of the failure
       return error(Result::ErrorObjectInUse,
                    "semaphore '%s' destroyed while pending work used it; it was failed so that "

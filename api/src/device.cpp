@@ -12,9 +12,14 @@ Buffer::~Buffer() {
   if (backed.load(std::memory_order_acquire) && !imported) device->impl()->free(allocation);
 }
 
-Device::Device(Ref<Instance> instance, Ref<PhysicalDevice> physical)
+Device::Device(Ref<Instance> instance, Ref<PhysicalDevice> physical, const char* debugName)
     : instance_(std::move(instance)), physical_(std::move(physical)) {
-  label_ = format("%s:%u", backendName(physical_->properties.backend), physical_->ordinal);
+  const uint32_t serial = instance_->deviceSerials.fetch_add(1, std::memory_order_relaxed) + 1;
+  const std::string where =
+      format("%s:%u", backendName(physical_->properties.backend), physical_->ordinal);
+  label_ = debugName && *debugName
+               ? format("device #%u '%s' (%s)", serial, debugName, where.c_str())
+               : format("device #%u (%s)", serial, where.c_str());
 }
 
 Device::~Device() {
@@ -83,10 +88,10 @@ Status refuseInsideOwnCallback(const char* operation, const Device* device,
     return Status();
   return Status(
       Result::ErrorInvalidState,
-      format("%s was called from %s running on %s's queue %u: it would wait for that "
+      format("%s was called from %s running on queue %u of %s: it would wait for that "
              "callback's own work, so it is refused (call it once the submission has "
              "completed, from another thread)",
-             operation, scope->kindName(), running->label().c_str(), scope->queueIndex()));
+             operation, scope->kindName(), scope->queueIndex(), running->label().c_str()));
 }
 
 Status Device::lostStatus() const {

@@ -45,6 +45,12 @@ uint64_t HandleTable::insert(Ref<Object> object, ObjectType type) {
   return gen << 32 | index;
 }
 
+// "an Instance", "a Semaphore": the article for a type name in messages.
+static const char* article(ObjectType type) {
+  const char first = objectTypeName(type)[0];
+  return first == 'A' || first == 'E' || first == 'I' || first == 'O' || first == 'U' ? "an" : "a";
+}
+
 static Status invalid(const char* what, uint64_t handle, const char* why) {
   return error(Result::ErrorInvalidHandle, "%s handle 0x%llx %s", what,
                static_cast<unsigned long long>(handle), why);
@@ -76,9 +82,9 @@ HandleTable::Pin HandleTable::pinSlow(uint64_t handle, ObjectType type, const ch
   }
   Pin result(this, s, index);  // drops the guard when it goes
   if (s->type != type) {
-    *status = error(Result::ErrorInvalidHandle, "%s handle 0x%llx names a %s, not a %s", what,
-                    static_cast<unsigned long long>(handle), objectTypeName(s->type),
-                    objectTypeName(type));
+    *status = error(Result::ErrorInvalidHandle, "%s handle 0x%llx names %s %s, not %s %s", what,
+                    static_cast<unsigned long long>(handle), article(s->type),
+                    objectTypeName(s->type), article(type), objectTypeName(type));
     return Pin();
   }
   return result;

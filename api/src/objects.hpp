@@ -52,6 +52,9 @@ class Instance : public Object {
   std::vector<uint64_t> physicalDevices;  // handles, host first
   ChildSet children;                      // devices, semaphores
   uint64_t handle = 0;
+  // Numbers the instance's devices from 1 in creation order, so that messages tell two devices
+  // of one physical device apart (Device::label).
+  std::atomic<uint32_t> deviceSerials{0};
 
   // Every live semaphore of the instance, for device loss (Device::markLost).
   std::mutex semaphoresMutex;
@@ -80,13 +83,17 @@ class Queue;
 
 class Device : public Object {
  public:
-  Device(Ref<Instance> instance, Ref<PhysicalDevice> physical);
+  // `debugName` (DeviceCreateInfo::debugName, may be null) is copied into the label.
+  Device(Ref<Instance> instance, Ref<PhysicalDevice> physical, const char* debugName);
   ~Device() override;
 
   Instance* instance() const noexcept { return instance_.get(); }
   PhysicalDevice* physical() const noexcept { return physical_.get(); }
   DeviceImpl* impl() const noexcept { return impl_.get(); }
   BackendKind backend() const noexcept { return physical_->properties.backend; }
+  // How messages name the device: "device #2 'physics' (cuda:0)", or "device #2 (cuda:0)"
+  // without a debug name; #2 is its serial among the instance's devices, cuda:0 its physical
+  // device. Queues are "queue 1 of <label>".
   const std::string& label() const noexcept { return label_; }
 
   Status init(uint32_t queueCount);

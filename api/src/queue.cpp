@@ -13,7 +13,7 @@ namespace baton::core {
 Queue::Queue(Device* device, uint32_t index)
     : device_(device),
       index_(index),
-      label_(format("%s queue %u", device->label().c_str(), index)) {
+      label_(format("queue %u of %s", index, device->label().c_str())) {
   node_.waiter = this;
 }
 

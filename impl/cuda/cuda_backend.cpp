@@ -255,12 +255,26 @@ struct DeviceInfo {
   bool memoryPools = false;
 };
 
-int attribute(CUdevice dev, CUdevice_attribute a) {
-  int v = 0;
-  if (BATON_CU(cuDeviceGetAttribute, &v, a, dev) != CUDA_SUCCESS) return 0;
-  return v;
+// A device attribute, named in the message when the query fails
+// ("cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) failed: ...").
+#define BATON_CU_ATTRIBUTE(out, dev, name) \
+  queryAttribute(out, dev, CU_DEVICE_ATTRIBUTE_##name, "cuDeviceGetAttribute(" #name ")")
+Status queryAttribute(int* value, CUdevice dev, CUdevice_attribute a, const char* call) {
+  *value = 0;
+  return toStatus(BATON_CU(cuDeviceGetAttribute, value, a, dev), call);
 }
 
+// A failed query fails the description, and with it the backend's enumeration: load() returns
+// ErrorBackendUnavailable, whose reason (Instance::enumerateBackends) names the call and the
+// driver's error, as for the device's name, UUID and memory. It does not drop the capability the
+// query decides: capabilities are what an engine chooses its code paths by, so a transient driver
+// error would silently give the same GPU another feature set, and the call and error that caused
+// it would never be seen (a later call could only say "has no pinned host memory"). A failure
+// here cannot mean "this driver does not know the attribute": every driver baton loads on knows
+// those it queries (the required cuDeviceGetUuid_v2 came with CUDA 11.4, the pool and
+// timeline-interop attributes with 11.2), except CAN_USE_64_BIT_STREAM_MEM_OPS, which is queried
+// only where the driver exports the _v2 stream memory operations that came with it; optional
+// attributes are queried only where the entry points they gate exist.
 Status describe(int ordinal, DeviceInfo* out) {
   const Symbols& s = symbols();
   CUdevice dev = 0;
@@ -276,28 +290,37 @@ Status describe(int ordinal, DeviceInfo* out) {
   size_t total = 0;
   BATON_TRY(BATON_CU_STATUS(cuDeviceTotalMem, &total, dev));
   p.totalMemory = total;
-  p.computeMajor =
-      static_cast<uint32_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
-  p.computeMinor =
-      static_cast<uint32_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+  int major = 0, minor = 0;
+  BATON_TRY(BATON_CU_ATTRIBUTE(&major, dev, COMPUTE_CAPABILITY_MAJOR));
+  BATON_TRY(BATON_CU_ATTRIBUTE(&minor, dev, COMPUTE_CAPABILITY_MINOR));
+  p.computeMajor = static_cast<uint32_t>(major);
+  p.computeMinor = static_cast<uint32_t>(minor);
   std::snprintf(p.arch, sizeof p.arch, "sm_%u%u", p.computeMajor, p.computeMinor);
   p.maxQueues = kMaxQueues;
 
   uint64_t caps = kCapabilityDeviceMemory | kCapabilityNativeTimepointWaits;
-  if (attribute(dev, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) &&
-      attribute(dev, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING))
-    caps |= kCapabilityHostPinnedMemory;
-  out->memoryPools = attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) &&
-                     s.cuMemPoolCreate && s.cuMemPoolDestroy && s.cuMemPoolSetAttribute &&
-                     s.cuMemAllocFromPoolAsync && s.cuMemFreeAsync;
+  int mapHost = 0, unified = 0;
+  BATON_TRY(BATON_CU_ATTRIBUTE(&mapHost, dev, CAN_MAP_HOST_MEMORY));
+  BATON_TRY(BATON_CU_ATTRIBUTE(&unified, dev, UNIFIED_ADDRESSING));
+  if (mapHost && unified) caps |= kCapabilityHostPinnedMemory;
+  if (s.cuMemPoolCreate && s.cuMemPoolDestroy && s.cuMemPoolSetAttribute &&
+      s.cuMemAllocFromPoolAsync && s.cuMemFreeAsync) {
+    int pools = 0;
+    BATON_TRY(BATON_CU_ATTRIBUTE(&pools, dev, MEMORY_POOLS_SUPPORTED));
+    out->memoryPools = pools != 0;
+  }
   if (out->memoryPools) caps |= kCapabilityStreamOrderedAlloc;
-  if (attribute(dev, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS) && s.cuStreamWaitValue64 &&
-      s.cuStreamWriteValue64)
-    caps |= kCapabilityStreamMemOps64;
-  if (attribute(dev, CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED) &&
-      s.cuImportExternalSemaphore && s.cuSignalExternalSemaphoresAsync &&
-      s.cuWaitExternalSemaphoresAsync && s.cuDestroyExternalSemaphore)
-    caps |= kCapabilityExternalSemaphoreTimelineFd;
+  if (s.cuStreamWaitValue64 && s.cuStreamWriteValue64) {
+    int memOps = 0;
+    BATON_TRY(BATON_CU_ATTRIBUTE(&memOps, dev, CAN_USE_64_BIT_STREAM_MEM_OPS));
+    if (memOps) caps |= kCapabilityStreamMemOps64;
+  }
+  if (s.cuImportExternalSemaphore && s.cuSignalExternalSemaphoresAsync &&
+      s.cuWaitExternalSemaphoresAsync && s.cuDestroyExternalSemaphore) {
+    int timeline = 0;
+    BATON_TRY(BATON_CU_ATTRIBUTE(&timeline, dev, TIMELINE_SEMAPHORE_INTEROP_SUPPORTED));
+    if (timeline) caps |= kCapabilityExternalSemaphoreTimelineFd;
+  }
   // OPAQUE_FD memory import has no device attribute: it is part of every Linux driver that
   // exports the external-memory entry points (CUDA 10+).
   if (s.cuImportExternalMemory && s.cuExternalMemoryGetMappedBuffer && s.cuDestroyExternalMemory)
@@ -346,22 +369,14 @@ class CudaBackend final : public core::Backend {
     CUdevice cuDevice = info.device;
     CUmemoryPool pool = nullptr;
     if (info.memoryPools) {
-      stream::ContextScope scope(table(), ctx);
-      // baton's own pool, not the device's default one: its release threshold is ours to set
-      // without changing how runtime-API code in the same process behaves. The threshold keeps
-      // freed memory cached in the pool instead of returning it to the driver at every
-      // synchronisation (the default, 0), which made each alloca a fresh 8-12 µs allocation.
-      CUmemPoolProps props{};
-      props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-      props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-      props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-      props.location.id = static_cast<int>(ordinal);
-      Status st = BATON_CU_STATUS(cuMemPoolCreate, &pool, &props);
-      if (st.ok()) {
-        cuuint64_t threshold = UINT64_MAX;
-        (void)BATON_CU(cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
-      } else {
-        pool = nullptr;  // queue-ordered allocation then fails with the reason at issue
+      // The device advertises stream-ordered allocation (its physical device's capabilities),
+      // so a pool that cannot be made fails the creation, naming the call and error, rather
+      // than giving a device whose allocas fail later with "has no memory pool" (the same
+      // reasoning as for failed queries, see describe).
+      Status st = createPool(ctx, ordinal, &pool);
+      if (!st.ok()) {
+        (void)BATON_CU(cuDevicePrimaryCtxRelease, cuDevice);
+        return st.context(core::format("creating CUDA device %u", ordinal));
       }
     }
     stream::DeviceConfig config;
@@ -372,7 +387,8 @@ class CudaBackend final : public core::Backend {
     config.blockingSyncEvents = blockingSyncEvents();
     config.release = [ctx, cuDevice, pool] {
       if (pool) {
-        stream::ContextScope scope(table(), ctx);
+        stream::ContextScope scope(table(), ctx, stream::ContextScope::kRelease,
+                                   "destroying the device's memory pool");
         // Returns at once; the pool goes away when its last allocation is freed.
         (void)BATON_CU(cuMemPoolDestroy, pool);
       }
@@ -383,6 +399,31 @@ class CudaBackend final : public core::Backend {
   }
 
  private:
+  // baton's own pool, not the device's default one: its release threshold is ours to set without
+  // changing how runtime-API code in the same process behaves. The threshold keeps freed memory
+  // cached in the pool instead of returning it to the driver at every synchronisation (the
+  // default, 0), which made each alloca a fresh 8-12 µs allocation.
+  static Status createPool(CUcontext ctx, uint32_t ordinal, CUmemoryPool* out) {
+    stream::ContextScope scope(table(), ctx);
+    BATON_TRY(scope.status());
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = static_cast<int>(ordinal);
+    CUmemoryPool pool = nullptr;
+    BATON_TRY(BATON_CU_STATUS(cuMemPoolCreate, &pool, &props));
+    cuuint64_t threshold = UINT64_MAX;
+    Status st =
+        BATON_CU_STATUS(cuMemPoolSetAttribute, pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+    if (!st.ok()) {
+      (void)BATON_CU(cuMemPoolDestroy, pool);  // no allocation yet: destroyed at once
+      return st;
+    }
+    *out = pool;
+    return Status();
+  }
+
   // Pooled events are plain (timing disabled) unless BATON_CUDA_BLOCKING_SYNC_EVENTS=1 (for
   // measurements): recording a blocking-sync event cost 17.4 µs on the H100 against 0.57 µs for
   // a plain one (bench/cuda), so the completion thread sleeps on a blocking-sync helper event

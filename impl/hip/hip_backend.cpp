@@ -247,12 +247,23 @@ struct DeviceInfo {
   hipMemPool_t pool = nullptr;  // the device's default pool, when it has one
 };
 
-int attribute(int ordinal, hipDeviceAttribute_t a) {
-  int v = 0;
-  if (BATON_HIP(hipDeviceGetAttribute, &v, a, ordinal) != hipSuccess) return 0;
-  return v;
+// A device attribute, named in the message when the query fails
+// ("hipDeviceGetAttribute(hipDeviceAttributeMemoryPoolsSupported) failed: ...").
+#define BATON_HIP_ATTRIBUTE(out, ordinal, name)          \
+  queryAttribute(out, ordinal, hipDeviceAttribute##name, \
+                 "hipDeviceGetAttribute(hipDeviceAttribute" #name ")")
+Status queryAttribute(int* value, int ordinal, hipDeviceAttribute_t a, const char* call) {
+  *value = 0;
+  return toStatus(BATON_HIP(hipDeviceGetAttribute, value, a, ordinal), call);
 }
 
+// As on CUDA (cuda_backend.cpp, describe), a failed query fails the description, and with it the
+// backend's enumeration (ErrorBackendUnavailable, whose reason names the call and the runtime's
+// error), rather than dropping the capability it decides: an engine chooses its code paths by
+// capabilities, and a transient error would silently give the same GPU another feature set whose
+// cause no later message could name. The same holds for the default memory pool. The attributes
+// queried are all in the 5.x runtime this backend is built for; optional ones are queried only
+// where the entry points they gate are exported.
 Status describe(int ordinal, DeviceInfo* out) {
   const Symbols& s = symbols();
   hipDevice_t dev = 0;
@@ -276,26 +287,32 @@ Status describe(int ordinal, DeviceInfo* out) {
   const size_t archLength = strnlen(props.gcnArchName, sizeof p.arch - 1);
   std::memcpy(p.arch, props.gcnArchName, archLength);
   p.arch[archLength] = '\0';
-  p.computeMajor =
-      static_cast<uint32_t>(attribute(ordinal, hipDeviceAttributeComputeCapabilityMajor));
-  p.computeMinor =
-      static_cast<uint32_t>(attribute(ordinal, hipDeviceAttributeComputeCapabilityMinor));
+  int major = 0, minor = 0;
+  BATON_TRY(BATON_HIP_ATTRIBUTE(&major, ordinal, ComputeCapabilityMajor));
+  BATON_TRY(BATON_HIP_ATTRIBUTE(&minor, ordinal, ComputeCapabilityMinor));
+  p.computeMajor = static_cast<uint32_t>(major);
+  p.computeMinor = static_cast<uint32_t>(minor);
   p.maxQueues = kMaxQueues;
 
   uint64_t caps = kCapabilityDeviceMemory | kCapabilityNativeTimepointWaits;
   // Mapped pinned memory needs unified addressing, which every 64-bit Linux HIP platform has
   // (hipDeviceAttributeUnifiedAddressing is documented as CUDA-only).
-  if (attribute(ordinal, hipDeviceAttributeCanMapHostMemory)) caps |= kCapabilityHostPinnedMemory;
-  if (attribute(ordinal, hipDeviceAttributeMemoryPoolsSupported) && s.hipDeviceGetDefaultMemPool &&
-      s.hipMallocFromPoolAsync && s.hipFreeAsync) {
-    if (BATON_HIP(hipDeviceGetDefaultMemPool, &out->pool, ordinal) == hipSuccess && out->pool)
-      caps |= kCapabilityStreamOrderedAlloc;
-    else
-      out->pool = nullptr;
+  int mapHost = 0;
+  BATON_TRY(BATON_HIP_ATTRIBUTE(&mapHost, ordinal, CanMapHostMemory));
+  if (mapHost) caps |= kCapabilityHostPinnedMemory;
+  if (s.hipDeviceGetDefaultMemPool && s.hipMallocFromPoolAsync && s.hipFreeAsync) {
+    int pools = 0;
+    BATON_TRY(BATON_HIP_ATTRIBUTE(&pools, ordinal, MemoryPoolsSupported));
+    if (pools) {
+      BATON_TRY(BATON_HIP_STATUS(hipDeviceGetDefaultMemPool, &out->pool, ordinal));
+      if (out->pool) caps |= kCapabilityStreamOrderedAlloc;  // a runtime without one: not offered
+    }
   }
-  if (attribute(ordinal, hipDeviceAttributeCanUseStreamWaitValue) && s.hipStreamWaitValue64 &&
-      s.hipStreamWriteValue64)
-    caps |= kCapabilityStreamMemOps64;
+  if (s.hipStreamWaitValue64 && s.hipStreamWriteValue64) {
+    int waitValue = 0;
+    BATON_TRY(BATON_HIP_ATTRIBUTE(&waitValue, ordinal, CanUseStreamWaitValue));
+    if (waitValue) caps |= kCapabilityStreamMemOps64;
+  }
   if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer && s.hipDestroyExternalMemory)
     caps |= kCapabilityExternalMemoryOpaqueFd;
   p.capabilities = caps;

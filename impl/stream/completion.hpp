@@ -42,8 +42,9 @@ class Completion {
 
   void run() {
     tInternalThread = true;
-    // The thread's own driver calls always run in the device's context.
-    (void)d_.setCurrent(q_->device->config.context);
+    // The thread's own driver calls always run in the device's context: made current here, and
+    // again before it observes records if this failed (useContext).
+    contextCurrent_ = d_.setCurrent(q_->device->config.context).ok();
     std::vector<Record> incoming;
     std::vector<Ref<core::Queue>> passes;
     for (;;) {
@@ -98,7 +99,8 @@ class Completion {
         continue;
       }
       size_t n = 0;
-      Status err = countCompleted(&n);
+      Status err = useContext();
+      if (err.ok()) err = countCompleted(&n);
       if (err.ok() && n == 0) err = sleepOnOldest();
       if (err.isError()) {
         q_->coreDevice->markLost(err.message());
@@ -113,6 +115,20 @@ class Completion {
   }
 
  private:
+  // Makes the device's context current when the thread's start could not (or a scope for another
+  // device left that device's context on this thread, see ContextScope). A failure is handled
+  // as any driver error of this thread is (below): without it the thread cannot observe the
+  // records, whose signals would never be published, so the device is marked lost with the
+  // error (naming cuCtxSetCurrent / hipSetDevice) and every pending signal fails with it.
+  Status useContext() {
+    if (contextCurrent_ && !tContextReplaced) [[likely]]
+      return Status();
+    tContextReplaced = false;  // a scope for another device failed to restore ours (ContextScope)
+    Status st = d_.setCurrent(q_->device->config.context);
+    contextCurrent_ = st.ok();
+    return st;
+  }
+
   // How many records, oldest first, have completed. The stream is in order, so when the newest
   // has completed all have: one query in the common catch-up case; otherwise the completed
   // prefix is found by bisection. A scan from the oldest made up to one query per record, each
@@ -334,7 +350,8 @@ class Completion {
   const DriverTable& d_;
   std::deque<Record> inflight_;
   std::vector<std::pair<core::Semaphore*, uint64_t>> reach_;
-  size_t urgent_ = 0;  // records in inflight_ with Record::urgent
+  size_t urgent_ = 0;            // records in inflight_ with Record::urgent
+  bool contextCurrent_ = false;  // the device's context is current on this thread
   uint64_t pollNs_ = kPollMinNs;
   uint64_t lingerNs_ = 0;  // polled with nothing in flight so far
 };

@@ -40,7 +40,8 @@ struct DeviceShared {
       : config(std::move(c)), driver(*config.driver), pool(driver, config.blockingSyncEvents) {}
   ~DeviceShared() {
     {
-      ContextScope scope(driver, config.context);
+      ContextScope scope(driver, config.context, ContextScope::kRelease,
+                         "destroying the device's events");
       pool.destroyAll();
     }
     if (config.release) config.release();
@@ -48,7 +49,7 @@ struct DeviceShared {
 
   // Releases memory that no pending work uses any more.
   void freeAllocation(const core::Allocation& a) {
-    ContextScope scope(driver, config.context);
+    ContextScope scope(driver, config.context, ContextScope::kRelease, "freeing memory");
     switch (tagOf(a)) {
       case MemoryTag::Device:
       case MemoryTag::StreamOrdered:

@@ -36,9 +36,14 @@ void* resolveSymbol(void* library, const SymbolName& name, bool required, std::s
 
 DriverFaults::DriverFaults(const SymbolName* names, size_t count)
     : names_(names), count_(count), calls_(count, 0), releases_(count, false) {
-  for (size_t i = 0; i < count; ++i)
+  for (size_t i = 0; i < count; ++i) {
     for (const char* word : {"Destroy", "Free", "Release"})
       if (std::strstr(names[i].api, word)) releases_[i] = true;
+    // Not the queue-ordered frees (cuMemFreeAsync, hipFreeAsync): baton releases the memory of
+    // one that fails itself (Issuer, Dealloca), so failing them before the call leaks nothing,
+    // and failing them after it would have the memory freed twice.
+    if (std::strstr(names[i].api, "FreeAsync")) releases_[i] = false;
+  }
 }
 
 bool DriverFaults::inject(const char* api, int result, uint32_t skip, uint32_t count) {

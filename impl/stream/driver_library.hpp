@@ -77,7 +77,9 @@ class DriverFaults {
   // earlier random mode; a probability <= 0 ends it. Occurrence faults (inject) are checked first.
   // Entry points that release a driver object (names with Destroy, Free or Release) are called
   // first and their result then replaced, as injectAfterCall does: failing them before the call
-  // would leak the driver's own object, which no caller could prevent.
+  // would leak the driver's own object, which no caller could prevent. The queue-ordered frees
+  // (cuMemFreeAsync, hipFreeAsync) fail before the call, as other entry points do: baton frees
+  // the memory of a failed one itself.
   void injectRandom(uint64_t seed, double probability, int result);
   // Faults that fired since the last clear().
   uint64_t fired() const { return fired_.load(std::memory_order_relaxed); }

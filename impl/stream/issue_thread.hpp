@@ -43,7 +43,10 @@ class IssueThread {
 
   void run() {
     tInternalThread = true;
-    (void)device_->driver.setCurrent(device_->config.context);
+    // The device's context stays current on this thread. A failure here is not the end of it:
+    // the first submission tries again, and fails with the error if it fails again
+    // (Issuer::useContext).
+    issuer_->contextCurrent = device_->driver.setCurrent(device_->config.context).ok();
     uint64_t idleSince = 0, version = ~uint64_t{0};
     std::vector<std::shared_ptr<QueueShared>> queues;
     for (;;) {

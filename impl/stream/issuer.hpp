@@ -3,7 +3,8 @@
 // resumption of a submission around its host calls.
 //
 // Threads: the device's issuing thread (IssueThread::serve), with the queue's issueMutex held and
-// the device's context current; the completion thread only builds hostCallFailure's status.
+// the device's context current (useContext: a submission that would run without it fails); the
+// completion thread only builds hostCallFailure's status.
 //
 // A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
 // whose comment says why.
@@ -57,7 +58,10 @@ class Issuer {
       failUnrecorded(rec, q_.coreDevice->lostStatus());
       return;
     }
-    ContextScope context(d_, q_.device->config.context, ContextScope::kCurrent);
+    if (Status st = useContext(); !st.ok()) {  // nothing enqueued yet
+      failUnrecorded(rec, st);
+      return;
+    }
     bool waitFailed = false;
     rec.ops += static_cast<uint32_t>(rec.submission->waits.size());
     Status st = enqueueWaits(*rec.submission, &waitFailed);
@@ -68,20 +72,23 @@ class Issuer {
       failUnrecorded(rec, st, /*issuing=*/!waitFailed);
       return;
     }
-    proceed(std::move(rec), context);
+    proceed(std::move(rec));
   }
 
   // The suspension record completed: the host calls before it ran.
   void resume() {
     Record rec = std::move(*q_.continuation);
     q_.continuation.reset();
-    ContextScope context(d_, q_.device->config.context, ContextScope::kCurrent);
     int32_t failed = rec.hostCalls->firstError.load(std::memory_order_acquire);
     if (failed != 0) {
       finish(std::move(rec), hostCallFailure(failed));  // the rest does not run
       return;
     }
-    proceed(std::move(rec), context);
+    if (Status st = useContext(); !st.ok()) {
+      finish(std::move(rec), st);  // the rest does not run; what ran is tracked by the record
+      return;
+    }
+    proceed(std::move(rec));
   }
 
   // Whether `e` can be issued now without waiting: every timepoint it waits for GPU-side is
@@ -115,9 +122,34 @@ class Issuer {
   }
 
  private:
-  void proceed(Record&& rec, ContextScope& context) {
+  // The device's context, current on this thread (DeviceIssuer::contextCurrent) unless making it
+  // current failed or a native callback changed it: then it is made current again here. When
+  // that fails, the submission at hand fails with the driver's error (cuCtxSetCurrent /
+  // hipSetDevice), its signals with it, as for any failed driver call; it makes no driver call in
+  // another context (which would act on another device). The next submission tries again.
+  Status useContext() {
+    bool& current = q_.issuer->contextCurrent;
+    if (current && !tContextReplaced) [[likely]]
+      return Status();
+    tContextReplaced = false;  // a scope for another device failed to restore ours (ContextScope)
+    Status st = d_.setCurrent(q_.device->config.context);
+    current = st.ok();
+    return st;
+  }
+
+  // After user code (a native callback), which may have changed the current context
+  // (cudaSetDevice): makes the device's context current again when it is not (or when the
+  // thread's current context cannot be read).
+  Status reapplyContext() {
+    void* now = nullptr;
+    if (d_.getCurrent(&now).ok() && now == q_.device->config.context) return Status();
+    q_.issuer->contextCurrent = false;
+    return useContext();
+  }
+
+  void proceed(Record&& rec) {
     bool suspend = false;
-    Status st = enqueueWork(rec, context, &suspend);
+    Status st = enqueueWork(rec, &suspend);
     if (st.ok() && suspend) {
       Record marker;
       st = recordEvent(&marker.timepoint);
@@ -272,7 +304,7 @@ class Issuer {
     return rec.nextList < lists.size() ? &lists[rec.nextList]->commands[rec.nextCommand] : nullptr;
   }
 
-  Status enqueueWork(Record& rec, ContextScope& context, bool* suspend) {
+  Status enqueueWork(Record& rec, bool* suspend) {
     core::Submission& sub = *rec.submission;
     switch (sub.kind) {
       case core::Submission::Kind::Alloca: {
@@ -298,8 +330,20 @@ class Issuer {
       case core::Submission::Kind::Dealloca: {
         core::Buffer& b = *sub.buffer;
         if (!b.backed.exchange(false, std::memory_order_acq_rel)) return Status();
-        if (tagOf(b.allocation) == MemoryTag::StreamOrdered)
-          return d_.memFreeAsync(b.allocation.deviceAddress, q_.stream);
+        if (tagOf(b.allocation) == MemoryTag::StreamOrdered) {
+          Status st = d_.memFreeAsync(b.allocation.deviceAddress, q_.stream);
+          if (st.ok()) [[likely]]
+            return st;
+          // The queue-ordered free failed (cuMemFreeAsync / hipFreeAsync). The handle is gone
+          // either way (deallocaBuffer returned Success when it queued this), so the memory is
+          // baton's to release: a call that failed did not free it (after a sticky error the
+          // context is dead, and the synchronous free below fails harmlessly), so it is freed
+          // as memory of createBuffer is, with the synchronous free once the work ordered before
+          // it has completed (the record's event, or the stream drained). The signals fail with
+          // the error, which names the call.
+          rec.freeAfter.push_back(b.allocation);
+          return st;
+        }
         rec.freeAfter.push_back(b.allocation);  // freed once the work before it completed
         return Status();
       }
@@ -363,10 +407,14 @@ class Issuer {
             core::CallbackScope running(q_.coreDevice, q_.index, core::CallbackScope::kNative);
             r = c.nativeCallback(nq, c.userData);
           }
-          context.reapply();  // the callback may have switched contexts (cudaSetDevice)
+          // The callback may have switched contexts (cudaSetDevice): what this thread does next
+          // runs in the device's context, or not at all (a failure fails the rest of this
+          // submission, and the next one tries again).
+          Status current = reapplyContext();
           if (isError(r))
             return core::error(Result::ErrorHostCallFailed, "a native callback on %s returned %s",
                                q_.label.c_str(), resultName(r));
+          BATON_TRY(current.context("after a native callback on " + q_.label));
           break;
         }
       }

@@ -92,6 +92,10 @@ struct DeviceIssuer {
   std::vector<std::shared_ptr<QueueShared>> queues;  // registered queues (mutex)
   std::atomic<uint64_t> version{0};                  // raised when `queues` changes
   std::thread::id threadId;                          // set before any queue exists
+  // Whether the device's context is current on the issuing thread (that thread only): it makes
+  // it current when it starts and keeps it so, rather than switching per submission. False
+  // after a failed attempt or a native callback that changed it (Issuer::useContext).
+  bool contextCurrent = false;
 };
 
 struct QueueShared : std::enable_shared_from_this<QueueShared> {
@@ -102,7 +106,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
         index(i),
         label(std::move(l)) {}
   ~QueueShared() {
-    ContextScope scope(driver, device->config.context);
+    ContextScope scope(driver, device->config.context, ContextScope::kRelease,
+                       "destroying a queue's stream and events");
     device->pool.giveBack(eventStash);
     device->pool.giveBack(publishStash);
     if (sleepEvent) (void)driver.eventDestroy(sleepEvent);
@@ -160,6 +165,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       if (tInsideHostFunction) [[unlikely]]
         return Status(Result::NotReady, "no free event, and a host function may not create one");
       ContextScope scope(driver, device->config.context);
+      BATON_TRY(scope.status());
       return device->pool.acquire(event);
     }
     *event = stash.back();

@@ -4,7 +4,7 @@
 // (stream_interop.hpp).
 //
 // Threads: the core calls it on any thread; each call makes the device's context current for its
-// driver calls.
+// driver calls, and fails with the driver's error when it cannot (ContextScope).
 //
 // A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
 // whose comment says why.
@@ -52,6 +52,7 @@ class StreamDevice final : public core::DeviceImpl {
                      std::unique_ptr<core::QueueImpl>* out) override {
     const DriverTable& d = shared_->driver;
     ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
     auto q = std::make_shared<QueueShared>(shared_, &device_, index, queue.label());
     q->issuer = issuer_;
     BATON_TRY(d.streamCreate(&q->stream).context("creating the stream of " + queue.label()));
@@ -64,6 +65,7 @@ class StreamDevice final : public core::DeviceImpl {
   Status allocate(const BufferCreateInfo& info, core::Allocation* out) override {
     const DriverTable& d = shared_->driver;
     ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
     core::Allocation a;
     a.size = info.size;
     if (info.memory == MemoryKind::HostPinned) {
@@ -89,6 +91,7 @@ class StreamDevice final : public core::DeviceImpl {
       return Status(Result::ErrorNotSupported,
                     core::format("the %s driver cannot import external semaphores", d.name));
     ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
     void* handle = nullptr;
     BATON_TRY(d.importTimelineFd(fd, &handle));
     *out = Ref<core::ExternalSemaphore>::adopt(
@@ -103,6 +106,7 @@ class StreamDevice final : public core::DeviceImpl {
       return Status(Result::ErrorNotSupported,
                     core::format("the %s driver cannot import external memory", d.name));
     ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
     void* memory = nullptr;
     BATON_TRY(d.importMemoryFd(in.fd, in.allocationSize, in.dedicated, &memory));
     // The fd is the driver's now; from here on the import object releases everything.

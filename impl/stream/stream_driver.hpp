@@ -14,8 +14,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "baton/fwd.hpp"
+#include "baton/instance.hpp"
+#include "report.hpp"
 #include "status.hpp"
 
 namespace baton::stream {
@@ -81,42 +84,80 @@ struct DriverTable {
 // that baton leaves a user thread's context as it found it (a thread that submits to a CUDA queue
 // may be running its own runtime-API code on another device). The common case — the context is
 // already current — costs one getCurrent.
+//
+// Its driver calls (cuCtxGetCurrent/cuCtxSetCurrent, hipGetDevice/hipSetDevice) can fail, and a
+// failure is never passed over: a driver call made in whatever context happens to be current acts
+// on another device, or fails later naming a call that is not the cause.
+//   - Entering: status() is then the failed call's error ("cuCtxSetCurrent failed:
+//     CUDA_ERROR_..."), and the operation that needed the context makes no driver call and fails
+//     with it (BATON_TRY(scope.status())). Release paths (kRelease: destructors and frees, which
+//     have nobody to return an error to) go ahead without the context instead, since a release
+//     names the object it releases and leaking it would be worse, and report the failure as a
+//     warning through the debug callback.
+//   - Restoring, in the destructor: the operation has happened (an import has taken the caller's
+//     fd), so its result stands; the failure is reported as a warning through the debug callback,
+//     naming the call, since the calling thread is left with the device's context current. It
+//     also sets tContextReplaced: baton's own threads, which keep their device's context current
+//     without a scope, run scopes for other devices too (a release that another device's
+//     completion causes), and must then make theirs current again.
+// The debug callbacks are those of every live instance (the scope does not know the object's).
+inline thread_local bool tContextReplaced __attribute__((tls_model("initial-exec"))) = false;
+
 class ContextScope {
  public:
-  ContextScope(const DriverTable& driver, void* context) noexcept
+  ContextScope(const DriverTable& driver, void* context) : driver_(driver), context_(context) {
+    enter();
+  }
+  // For releases: `what` says what is released ("freeing memory").
+  enum Release { kRelease };
+  ContextScope(const DriverTable& driver, void* context, Release, const char* what)
       : driver_(driver), context_(context) {
-    void* current = nullptr;
-    if (!driver_.getCurrent(&current).ok()) current = nullptr;
-    if (current != context_) {
-      if (driver_.setCurrent(context_).ok()) {
-        previous_ = current;
-        restore_ = true;
-      }
-    }
+    enter();
+    if (!status_.ok())
+      warn(core::format("%s without %s: %s", what,
+                        hip() ? "the device made current" : "the device's context made current",
+                        status_.message().c_str()));
   }
-  // For the thread that keeps `context` current (a stream queue's issuing thread, which makes it
-  // current when it starts and after every native callback): no driver call here.
-  enum Current { kCurrent };
-  ContextScope(const DriverTable& driver, void* context, Current) noexcept
-      : driver_(driver), context_(context) {}
   ~ContextScope() {
-    if (restore_) (void)driver_.setCurrent(previous_);
-  }
-  // Makes the context current again after user code (a native callback) may have changed it;
-  // the scope still restores what the thread had before the scope began.
-  void reapply() noexcept {
-    void* current = nullptr;
-    if (driver_.getCurrent(&current).ok() && current == context_) return;
-    (void)driver_.setCurrent(context_);
+    if (!restore_) return;
+    Status st = driver_.setCurrent(previous_);
+    if (st.ok()) return;
+    tContextReplaced = true;
+    warn(core::format(hip() ? "the calling thread's current device could not be restored after a "
+                              "baton call, so the baton device stays current on it: %s"
+                            : "the calling thread's current context could not be restored after a "
+                              "baton call, so the baton device's context stays current on it: %s",
+                      st.message().c_str()));
   }
   ContextScope(const ContextScope&) = delete;
   ContextScope& operator=(const ContextScope&) = delete;
 
+  // Whether the context is current; status() is Success then, else what failed.
+  bool ok() const noexcept { return status_.ok(); }
+  const Status& status() const noexcept { return status_; }
+
  private:
+  void enter() {
+    void* current = nullptr;
+    // Without the current context, what to restore is unknown: that fails the scope too.
+    status_ = driver_.getCurrent(&current);
+    if (!status_.ok() || current == context_) return;
+    status_ = driver_.setCurrent(context_);
+    if (!status_.ok()) return;
+    previous_ = current;
+    restore_ = true;
+  }
+  // HIP has no context objects: the machinery's "context" is the current device there.
+  bool hip() const noexcept { return driver_.kind == BackendKind::Hip; }
+  void warn(const std::string& text) const {
+    core::message(nullptr, MessageSeverity::Warning, std::string(driver_.name) + ": " + text);
+  }
+
   const DriverTable& driver_;
   void* context_;
   void* previous_ = nullptr;
   bool restore_ = false;
+  Status status_;
 };
 
 }  // namespace baton::stream

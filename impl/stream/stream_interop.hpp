@@ -28,7 +28,8 @@ class StreamExternalSemaphore final : public core::ExternalSemaphore {
   StreamExternalSemaphore(std::shared_ptr<DeviceShared> shared, uint64_t deviceHandle, void* handle)
       : ExternalSemaphore(deviceHandle), shared_(std::move(shared)), handle_(handle) {}
   ~StreamExternalSemaphore() override {
-    ContextScope scope(shared_->driver, shared_->config.context);
+    ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
+                       "destroying an imported semaphore");
     (void)shared_->driver.destroyExternalSemaphore(handle_);
   }
   void* handle() const noexcept { return handle_; }
@@ -45,7 +46,8 @@ class StreamExternalMemory final : public core::Object {
   StreamExternalMemory(std::shared_ptr<DeviceShared> shared, void* memory)
       : shared_(std::move(shared)), memory_(memory) {}
   ~StreamExternalMemory() override {
-    ContextScope scope(shared_->driver, shared_->config.context);
+    ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
+                       "releasing imported memory");
     if (address_) (void)shared_->driver.memFree(address_);
     (void)shared_->driver.destroyExternalMemory(memory_);
   }

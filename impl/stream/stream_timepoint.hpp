@@ -139,7 +139,11 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     Status outcome;
     if (done(&outcome)) return outcome;
     if (gated_ || !recorded()) return Status(Result::NotReady);
+    // The driver's answer is a shortcut: the completion thread publishes every outcome in the
+    // device's own context. When this thread cannot make the context current, it waits for that
+    // instead of querying in another context (whose error would be read as device loss).
     ContextScope scope(shared_->driver, shared_->config.context);
+    if (!scope.ok()) return Status(Result::NotReady);
     return shared_->driver.eventQuery(event_);
   }
 
@@ -150,8 +154,9 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     if (done(&outcome)) return outcome;  // abandoned
     if (!gated_) {
       ContextScope scope(shared_->driver, shared_->config.context);
+      // The spin on the event is a shortcut too (see query): skipped without the context.
       const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
-      for (;;) {
+      while (scope.ok()) {
         Status s = shared_->driver.eventQuery(event_);
         if (s.code() != Result::NotReady) return s;  // completed, or an error (device lost)
         uint64_t now = core::nowNs();

@@ -1,4 +1,5 @@
-// What the fault sweep (fault_sweep.cpp) needs of a GPU backend beyond baton's public API: the
+// What the fault sweep (fault_sweep.cpp) and the focused fault cases (fault_cases.cpp) need of a
+// GPU backend beyond baton's public API: the
 // fault injection, call counting and random faults at the backend's one wrapper around driver
 // calls (DESIGN §8; baton::cuda / baton::hip in impl/*/..._symbols.hpp), and the names its
 // messages use. One table per backend (fault_hooks_cuda.cpp, fault_hooks_hip.cpp), registered by
@@ -34,6 +35,22 @@ struct FaultHooks {
   std::vector<baton::stream::CallCount> (*counts)();
   // The driver's name of each FaultKind ("CUDA_ERROR_INVALID_VALUE"), as messages show it.
   const char* errorName[static_cast<size_t>(FaultKind::Count)];
+
+  // For the focused cases (fault_cases.cpp): the entry points they fail, as messages name them.
+  const char* attributeApi;    // cuDeviceGetAttribute / hipDeviceGetAttribute
+  const char* getCurrentApi;   // cuCtxGetCurrent / hipGetDevice
+  const char* setCurrentApi;   // cuCtxSetCurrent / hipSetDevice
+  const char* freeAsyncApi;    // cuMemFreeAsync / hipFreeAsync
+  const char* eventRecordApi;  // cuEventRecord / hipEventRecord
+  // The memory-pool calls of enumeration and device creation: cuMemPoolCreate and
+  // cuMemPoolSetAttribute (createDevice), hipDeviceGetDefaultMemPool (enumeration); null-ended.
+  const char* poolApis[3];
+  // Makes another context (CUDA: none; HIP: another device) current on the calling thread,
+  // straight through the driver (not counted, never failed), as user code in a native callback
+  // may (cudaSetDevice). Returns false where it cannot (HIP with one device).
+  bool (*switchContext)();
+  // The environment variable naming the driver library (BATON_CUDA_DRIVER, BATON_HIP_DRIVER).
+  const char* driverEnv;
 };
 
 inline std::vector<const FaultHooks*>& linkedFaultHooks() {
@@ -43,5 +60,12 @@ inline std::vector<const FaultHooks*>& linkedFaultHooks() {
 struct RegisterFaultHooks {
   explicit RegisterFaultHooks(const FaultHooks& hooks) { linkedFaultHooks().push_back(&hooks); }
 };
+// The backends the tests are instantiated for: those whose hooks are linked in (gtest evaluates
+// the generator after every static registration ran).
+inline std::vector<baton::BackendKind> linkedFaultBackends() {
+  std::vector<baton::BackendKind> kinds;
+  for (const FaultHooks* h : linkedFaultHooks()) kinds.push_back(h->kind);
+  return kinds;
+}
 
 }  // namespace baton_test

@@ -30,6 +30,14 @@ const FaultHooks kCudaFaultHooks = {
     [](bool on) { baton::cuda::recordCalls(on); },
     [] { return baton::cuda::callCounts(); },
     {"CUDA_ERROR_OUT_OF_MEMORY", "CUDA_ERROR_INVALID_VALUE", "CUDA_ERROR_ILLEGAL_ADDRESS"},
+    "cuDeviceGetAttribute",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuMemFreeAsync",
+    "cuEventRecord",
+    {"cuMemPoolCreate", "cuMemPoolSetAttribute", nullptr},
+    [] { return baton::cuda::symbols().cuCtxSetCurrent(nullptr) == CUDA_SUCCESS; },
+    "BATON_CUDA_DRIVER",
 };
 const RegisterFaultHooks kRegistration(kCudaFaultHooks);
 

@@ -16,6 +16,15 @@ hipError_t code(FaultKind fault) {
   }
 }
 
+// HIP has no "no device" state: another device is made current.
+bool switchDevice() {
+  const baton::hip::Symbols& s = baton::hip::symbols();
+  int count = 0, current = 0;
+  if (s.hipGetDeviceCount(&count) != hipSuccess || count < 2) return false;
+  if (s.hipGetDevice(&current) != hipSuccess) return false;
+  return s.hipSetDevice(current == 0 ? 1 : 0) == hipSuccess;
+}
+
 const FaultHooks kHipFaultHooks = {
     baton::BackendKind::Hip,
     [](const char* api, FaultKind fault, uint32_t skip, bool afterCall) {
@@ -30,6 +39,14 @@ const FaultHooks kHipFaultHooks = {
     [](bool on) { baton::hip::recordCalls(on); },
     [] { return baton::hip::callCounts(); },
     {"hipErrorOutOfMemory", "hipErrorInvalidValue", "hipErrorIllegalAddress"},
+    "hipDeviceGetAttribute",
+    "hipGetDevice",
+    "hipSetDevice",
+    "hipFreeAsync",
+    "hipEventRecord",
+    {"hipDeviceGetDefaultMemPool", nullptr, nullptr},
+    switchDevice,
+    "BATON_HIP_DRIVER",
 };
 const RegisterFaultHooks kRegistration(kHipFaultHooks);
 

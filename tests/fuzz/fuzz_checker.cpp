@@ -46,21 +46,32 @@ int64_t nowMs() {
       .count();
 }
 
+std::atomic<FindingHandler> gFindingHandler{nullptr};
+
 std::atomic<const char*> gWatchOp{nullptr};
 std::atomic<int64_t> gWatchStartMs{0};
+std::atomic<int64_t> gHangLimitMs{-1};  // -1: not set yet (BATON_FUZZ_HANG_SECONDS, 20 s)
 
-void watchdogThread(int64_t limitMs) {
+void watchdogThread() {
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const char* op = gWatchOp.load(std::memory_order_acquire);
     if (!op) continue;
     const int64_t elapsed = nowMs() - gWatchStartMs.load(std::memory_order_acquire);
-    if (elapsed > limitMs && gWatchOp.load(std::memory_order_acquire) == op) {
+    if (elapsed > gHangLimitMs.load(std::memory_order_relaxed) &&
+        gWatchOp.load(std::memory_order_acquire) == op) {
+      char text[512];
+      std::snprintf(text, sizeof text,
+                    "%s has not returned after %lld ms (every wait the harness makes is "
+                    "bounded: a waiter or teardown that never returns)",
+                    op, static_cast<long long>(elapsed));
+      if (FindingHandler handler = gFindingHandler.load(std::memory_order_acquire)) {
+        handler(Finding::Hang, text);
+        gWatchOp.compare_exchange_strong(op, nullptr, std::memory_order_acq_rel);
+        continue;
+      }
       std::lock_guard<std::mutex> lock(gTraceMutex);
-      std::fprintf(stderr,
-                   "baton-fuzz: HANG: %s has not returned after %lld ms (every wait the harness "
-                   "makes is bounded: a waiter or teardown that never returns)\n",
-                   op, static_cast<long long>(elapsed));
+      std::fprintf(stderr, "baton-fuzz: HANG: %s\n", text);
       printTraceLocked();
       std::fflush(stderr);
       std::abort();
@@ -73,7 +84,9 @@ void startWatchdog() {
   std::call_once(once, [] {
     const char* v = std::getenv("BATON_FUZZ_HANG_SECONDS");
     const int64_t seconds = v && std::atoll(v) > 0 ? std::atoll(v) : 20;
-    std::thread(watchdogThread, seconds * 1000).detach();
+    int64_t unset = -1;
+    gHangLimitMs.compare_exchange_strong(unset, seconds * 1000, std::memory_order_relaxed);
+    std::thread(watchdogThread).detach();
   });
 }
 
@@ -95,11 +108,21 @@ void resetTrace() {
   gTrace.clear();
 }
 
+void setFindingHandler(FindingHandler handler) {
+  gFindingHandler.store(handler, std::memory_order_release);
+}
+
+void setHangLimitMs(int64_t milliseconds) {
+  gHangLimitMs.store(milliseconds, std::memory_order_relaxed);
+}
+
 void violation(const char* format, ...) {
   va_list args;
   va_start(args, format);
   std::string text = vformat(format, args);
   va_end(args);
+  if (FindingHandler handler = gFindingHandler.load(std::memory_order_acquire))
+    handler(Finding::Violation, text);  // throws, in the checker's test
   std::lock_guard<std::mutex> lock(gTraceMutex);
   std::fprintf(stderr, "baton-fuzz: INVARIANT VIOLATION: %s\n", text.c_str());
   printTraceLocked();
@@ -267,6 +290,84 @@ bool SemaphoreModel::refresh(uint64_t* value) {
   onGetValue(r, v);
   if (value) *value = v;
   return alive && failed;
+}
+
+void SemaphoreModel::checkSignalSettled(uint64_t value, const char* when) {
+  uint64_t v = 0;
+  if (refresh(&v)) return;
+  if (v < value)
+    violation(
+        "%s: a submitted signal of %s to %llu was neither reached nor failed (value %llu): a "
+        "lost signal",
+        when, name.c_str(), static_cast<unsigned long long>(value),
+        static_cast<unsigned long long>(v));
+}
+
+void checkWaitResult(baton::Result r, const std::vector<WaitEntryModel>& entries,
+                     baton::WaitMode mode, bool valid) {
+  using baton::Result;
+  using baton::resultName;
+  checkDefined(r, "waitSemaphores");
+  const bool all = mode == baton::WaitMode::All;
+  if (!valid) {
+    if (r != Result::ErrorInvalidHandle)
+      violation("a host wait naming a destroyed/null semaphore returned %s", resultName(r));
+    return;
+  }
+  if (entries.empty()) {
+    if (r != Result::Success) violation("an empty host wait returned %s", resultName(r));
+    return;
+  }
+  size_t reachable = 0, known = 0, knownFailedUnreached = 0;
+  for (const WaitEntryModel& e : entries) {
+    const SemaphoreModel& s = *e.semaphore;
+    const uint64_t w = e.value;
+    if (w <= s.maxRequested) ++reachable;
+    if (w <= s.observed) ++known;
+    if (s.failed && s.frozenKnown && w > s.frozenValue) ++knownFailedUnreached;
+  }
+  const size_t n = entries.size();
+  switch (r) {
+    case Result::Success:
+      if (all ? reachable < n : reachable == 0)
+        violation("a host wait (%s) succeeded, but a value it waited for was never signalled",
+                  all ? "ALL" : "ANY");
+      if (all)
+        for (const WaitEntryModel& e : entries)
+          if (e.value > e.semaphore->observed) e.semaphore->observed = e.value;
+      break;
+    case Result::Timeout:
+      if (all ? known == n : known > 0)
+        violation(
+            "a host wait (%s) timed out although its values had been reached (a reached "
+            "wait stays satisfied)",
+            all ? "ALL" : "ANY");
+      if (knownFailedUnreached > 0 && (all || known == 0))
+        violation(
+            "a host wait timed out on a semaphore known to have failed, instead of "
+            "returning its failure");
+      break;
+    case Result::ErrorSemaphoreFailed:
+    case Result::ErrorDeviceLost: {
+      // Some entry must be failed now (and stay so).
+      size_t failed = 0;
+      for (const WaitEntryModel& e : entries)
+        if (e.semaphore->refresh()) ++failed;
+      if (failed == 0)
+        violation("a host wait returned %s but none of its semaphores is failed", resultName(r));
+      break;
+    }
+    default: violation("a host wait returned %s", resultName(r));
+  }
+}
+
+void checkDrained(baton::Result r, const char* op) {
+  checkDefined(r, op);
+  if (r == baton::Result::Timeout)
+    violation(
+        "%s still found work pending 10 s after every waited value was signalled or failed: a "
+        "lost signal or a hang",
+        op);
 }
 
 }  // namespace baton_fuzz

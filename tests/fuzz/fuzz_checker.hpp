@@ -1,6 +1,8 @@
 // The fuzzer's invariant checker: what it knows about each semaphore from the calls it made, the
 // checks every result goes through, the per-input trace printed with a violation, and the
-// watchdog that turns a hang into a crash.
+// watchdog that turns a hang into a crash. fuzz_checker_test.cpp (meson test fuzz-checker) feeds
+// it histories that break each invariant and checks that it reports every one, and that it
+// accepts a valid history.
 //
 // The model is deliberately one-sided: it keeps bounds that the semantics (DESIGN §1) guarantee
 // whatever the scheduling, so a violation is a bug, never a race of the harness:
@@ -16,6 +18,7 @@
 #include <baton/baton.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace baton_fuzz {
 
@@ -26,8 +29,18 @@ void trace(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void resetTrace();
 
 // Prints "baton-fuzz: INVARIANT VIOLATION: <text>", the trace, and aborts (a crash for
-// libFuzzer, a failed test for the replay). Thread safe.
+// libFuzzer, a failed test for the replay); with a finding handler set, passes the text to it
+// first (see setFindingHandler). Thread safe.
 [[noreturn]] void violation(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+// What violation() and the watchdog found.
+enum class Finding { Violation, Hang };
+// Receives findings instead of the default (print the finding and the trace, abort), for the
+// checker's own test. For a Violation it is called on the checking thread and must not return
+// (it throws; if it returns, violation() aborts as usual). For a Hang it is called on the
+// watchdog's thread; when it returns, the watchdog stops watching that operation.
+using FindingHandler = void (*)(Finding finding, const std::string& text);
+void setFindingHandler(FindingHandler handler);  // null: the default
 
 // Every call's result must be one of the enumerators of baton::Result, and an error must come
 // with a message (lastErrorMessage() on the calling thread). `op` names the call.
@@ -38,6 +51,8 @@ void checkDefined(baton::Result result, const char* op);
 // hang in baton can trip it.
 void watchdogBegin(const char* op);
 void watchdogEnd();
+// Overrides BATON_FUZZ_HANG_SECONDS (for the checker's test).
+void setHangLimitMs(int64_t milliseconds);
 
 // What the harness knows about one semaphore slot.
 struct SemaphoreModel {
@@ -68,9 +83,31 @@ struct SemaphoreModel {
   void onFailureReason(baton::Result r, const char* text);
   // Reads the value through getValue (checked) and returns true when the semaphore is failed.
   bool refresh(uint64_t* value = nullptr);
+  // Once the work that carried an accepted signal of `value` is over (its queue idle, its device
+  // destroyed): the semaphore reached the value or failed, else a signal was lost. Reads the
+  // value through refresh(); `when` names the moment in the report.
+  void checkSignalSettled(uint64_t value, const char* when);
 };
 
 // Whether r is a failure result a failed semaphore reports (its failure code).
 bool isFailureCode(baton::Result r);
+
+// One entry of a host wait the harness made: the model of its semaphore and the value.
+struct WaitEntryModel {
+  SemaphoreModel* semaphore;
+  uint64_t value;
+};
+
+// A host wait over `entries` (WaitMode All or Any) returned r; `valid` is false when an entry
+// names a destroyed or null semaphore. Success needs every (All) or some (Any) value to have
+// been requested; Timeout is wrong when the values were already observed (a reached wait stays
+// satisfied) or a known failure went unreported; a failure result needs an entry that is failed
+// (read through refresh()). A successful All wait raises each model's observed value.
+void checkWaitResult(baton::Result r, const std::vector<WaitEntryModel>& entries,
+                     baton::WaitMode mode, bool valid);
+
+// A waitIdle made after every waited value was signalled or failed (the end-of-input drain)
+// returned r: it must not time out (a lost signal or a hang).
+void checkDrained(baton::Result r, const char* op);
 
 }  // namespace baton_fuzz

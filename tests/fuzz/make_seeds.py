@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes the API fuzzer's seed corpus (tests/fuzz/corpus/): small inputs that each reach one
-area of the API, in the format api_fuzzer.cpp decodes. The files are committed; run this again
+area of the API, in the format fuzz_session.hpp describes. The files are committed; run this again
 (python3 tests/fuzz/make_seeds.py) after changing the format, and review the diff."""
 import os
 
-# Opcodes (api_fuzzer.cpp, Session::step, modulo 20).
+# Opcodes (fuzz_session.cpp, Session::step, modulo 20).
 CREATE_SEM, DESTROY_SEM, SIGNAL, FAIL, QUERY, WAIT = 0, 2, 3, 4, 5, 6
 CREATE_DEV, DESTROY_DEV, CREATE_CB, DESTROY_CB, RECORD, SUBMIT = 7, 8, 9, 10, 11, 12
 CREATE_BUF, DESTROY_BUF, MAP_OR_ALLOCA, DEALLOCA, WAIT_IDLE, MISC = 14, 15, 16, 17, 18, 19

@@ -33,13 +33,15 @@ class Buffer : public Handle<Buffer> {
   [[nodiscard]] Result getSize(uint64_t* size) const noexcept;
 
   // Writes a host pointer to the memory, valid until the buffer is destroyed. The caller orders
-  // host access against device work with semaphores. Thread safe. Returns Success,
-  // ErrorNotSupported (device memory that the host cannot map), ErrorInvalidArgument,
+  // host access against device work with semaphores. Thread safe. Returns Success, NotReady (a
+  // Queue::allocaBuffer buffer whose allocation has not run yet; *hostPointer is null),
+  // ErrorNotSupported (device memory that the host cannot map), ErrorInvalidArgument (null),
   // ErrorInvalidHandle.
   [[nodiscard]] Result map(void** hostPointer) const noexcept;
 
   // Writes the address device code uses (a CUdeviceptr on CUDA, the host address on the host
-  // backend). Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
+  // backend). Thread safe. Returns Success, NotReady (a Queue::allocaBuffer buffer whose
+  // allocation has not run yet; *address is 0), ErrorInvalidArgument (null), ErrorInvalidHandle.
   [[nodiscard]] Result getDeviceAddress(uint64_t* address) const noexcept;
 };
 

@@ -68,7 +68,9 @@ class CommandBuffer : public Handle<CommandBuffer> {
 
   // Each recording call returns Success, ErrorInvalidState (not between begin and end),
   // ErrorInvalidHandle (this or a buffer), ErrorDeviceMismatch (a buffer of another device),
-  // ErrorInvalidArgument (a range outside a buffer, size 0, null data or callback).
+  // ErrorInvalidArgument (a range outside a buffer, size 0, null data or callback, or a break of
+  // the call's own rule below: overlapping copy ranges, an unaligned fill, an update above
+  // kMaxUpdateSize). A rejected call records nothing; the recording stays usable.
 
   // Copies `size` bytes; the ranges may be in the same buffer but must not overlap.
   [[nodiscard]] Result copyBuffer(Buffer src, uint64_t srcOffset, Buffer dst, uint64_t dstOffset,

@@ -20,16 +20,23 @@ constexpr uint32_t kMaxQueues = 64;
 
 struct DeviceCreateInfo {
   uint32_t queueCount = 1;  // 1..PhysicalDeviceProperties::maxQueues
+  // Copied; names the device in messages. Every message names a device as
+  // "device #<n> '<debugName>' (<backend>:<ordinal>)" — "device #2 'physics' (cuda:0)", or
+  // "device #2 (cuda:0)" without a name — where n numbers the instance's devices from 1 in
+  // creation order, so that two devices on one physical device are told apart; its queues are
+  // "queue <index> of <device>".
+  const char* debugName = nullptr;
 };
 
 class Device : public Handle<Device> {
  public:
   using Handle::Handle;
 
-  // Destroys the device. Held submissions on its queues fail their signals ("device destroyed");
-  // issued work is waited for. Command buffers and buffers still alive are destroyed too,
-  // reported through the debug callback, and the result is then ErrorObjectInUse; the device
-  // is gone in every case. Not to be called concurrently with other calls on this device.
+  // Destroys the device. Held submissions on its queues fail their signals (reason
+  // "<device> was destroyed before this submission ran"); issued work is waited for. Command
+  // buffers and buffers still alive are destroyed too, reported through the debug callback, and
+  // the result is then ErrorObjectInUse; the device is gone in every case. Not to be called
+  // concurrently with other calls on this device.
   // Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState (called from a host
   // call or native callback running on this device's queues: it would wait for that callback's
   // own work; the device is left as it was).
@@ -40,7 +47,8 @@ class Device : public Handle<Device> {
   [[nodiscard]] Result getQueue(uint32_t index, Queue* queue) const noexcept;
   // Writes the number of queues. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
   [[nodiscard]] Result getQueueCount(uint32_t* count) const noexcept;
-  // Writes the physical device this device was created on.
+  // Writes the physical device this device was created on. Thread safe. Returns Success,
+  // ErrorInvalidArgument (null), ErrorInvalidHandle.
   [[nodiscard]] Result getPhysicalDevice(PhysicalDevice* physicalDevice) const noexcept;
 
   // Creates an empty command buffer for this device's queues. Ownership: the caller owns it.
@@ -48,9 +56,10 @@ class Device : public Handle<Device> {
   [[nodiscard]] Result createCommandBuffer(CommandBuffer* commandBuffer) const noexcept;
 
   // Allocates a buffer now (blocking; see Queue::allocaBuffer for queue-ordered allocation).
-  // Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0),
-  // ErrorNotSupported (memory kind), ErrorOutOfDeviceMemory, ErrorOutOfHostMemory,
-  // ErrorDeviceLost, ErrorInvalidHandle.
+  // Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0,
+  // a MemoryKind value that is not one of its enumerators, null output), ErrorNotSupported (a
+  // memory kind the device lacks: see kCapabilityDeviceMemory, kCapabilityHostPinnedMemory),
+  // ErrorOutOfDeviceMemory, ErrorOutOfHostMemory, ErrorDeviceLost, ErrorInvalidHandle.
   [[nodiscard]] Result createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept;
 
   // Waits for every queue of the device to be idle (see Queue::waitIdle; the same results,

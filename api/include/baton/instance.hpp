@@ -59,17 +59,19 @@ class Instance : public Handle<Instance> {
 
   // Vulkan-style two-call enumeration: with infos null, writes the count; otherwise fills up to
   // *count entries and writes how many were written; NotReady (not an error) when the array was
-  // too small. Thread safe. Returns Success, NotReady, ErrorInvalidArgument, ErrorInvalidHandle.
+  // too small. Thread safe. Returns Success, NotReady, ErrorInvalidArgument (null count),
+  // ErrorInvalidHandle.
   [[nodiscard]] Result enumerateBackends(uint32_t* count, BackendInfo* infos) const noexcept;
 
   // Lists the physical devices of every available backend, host first (same two-call idiom).
   // The handles are owned by the instance and stay valid until it is destroyed. Thread safe.
+  // Returns Success, NotReady, ErrorInvalidArgument (null count), ErrorInvalidHandle.
   [[nodiscard]] Result enumeratePhysicalDevices(uint32_t* count,
                                                 PhysicalDevice* devices) const noexcept;
 
   // Creates a semaphore usable by every queue of every device of this instance, and by the
   // host. Ownership: the caller owns *semaphore. Thread safe. Returns Success,
-  // ErrorInvalidArgument, ErrorInvalidHandle, ErrorOutOfHostMemory.
+  // ErrorInvalidArgument (null output), ErrorInvalidHandle, ErrorOutOfHostMemory.
   [[nodiscard]] Result createSemaphore(const struct SemaphoreCreateInfo& info,
                                        Semaphore* semaphore) const noexcept;
 
@@ -79,13 +81,15 @@ class Instance : public Handle<Instance> {
   // An empty list is satisfied at once. Thread safe; any number of threads may wait at once.
   // Returns Success, Timeout (not an error), ErrorSemaphoreFailed (message: the first failure
   // reason), ErrorDeviceLost, ErrorInvalidHandle, ErrorInvalidArgument (more than
-  // kMaxWaitCount entries).
+  // kMaxWaitCount entries, a null list pointer with a non-zero count, an unknown WaitMode),
+  // ErrorDeviceMismatch (a semaphore of another instance).
   [[nodiscard]] Result waitSemaphores(Span<const SemaphoreValue> waits, WaitMode mode,
                                       uint64_t timeoutNs) const noexcept;
 
   // Creates a logical device on one of this instance's physical devices.
   // Ownership: the caller owns *device. Thread safe. Returns Success, ErrorInvalidArgument
-  // (queueCount 0 or above PhysicalDeviceProperties::maxQueues), ErrorInvalidHandle,
+  // (queueCount 0 or above PhysicalDeviceProperties::maxQueues, null output),
+  // ErrorInvalidHandle, ErrorDeviceMismatch (a physical device of another instance),
   // ErrorBackendUnavailable, ErrorOutOfHostMemory, ErrorDriver.
   [[nodiscard]] Result createDevice(PhysicalDevice physicalDevice,
                                     const struct DeviceCreateInfo& info,

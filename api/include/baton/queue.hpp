@@ -43,8 +43,8 @@ class Queue : public Handle<Queue> {
   // afterwards is safe. Thread safe (several threads may submit to one queue). Returns Success,
   // ErrorInvalidHandle, ErrorInvalidArgument (an over-long list, a null list pointer with a
   // non-zero count), ErrorInvalidState (a command buffer without an ended recording),
-  // ErrorDeviceMismatch (a command buffer of another device), ErrorNonIncreasingValue (a signal not
-  // above the semaphore's current value), ErrorDeviceLost.
+  // ErrorDeviceMismatch (a command buffer of another device, a semaphore of another instance),
+  // ErrorNonIncreasingValue (a signal not above the semaphore's current value), ErrorDeviceLost.
   [[nodiscard]] Result submit(Span<const SubmitInfo> submits) const noexcept;
 
   // Queue-ordered allocation: creates *buffer now, backed by memory that is allocated in queue
@@ -54,14 +54,24 @@ class Queue : public Handle<Queue> {
   // owns *buffer; release it with deallocaBuffer (or Buffer::destroy, which frees at once when no
   // work is pending).
   // Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
-  // allocation) and ErrorInvalidArgument (size 0).
+  // allocation, a memory kind the device lacks), ErrorInvalidArgument (as for
+  // Device::createBuffer: size 0, an unknown memory kind, null output) and
+  // ErrorOutOfDeviceMemory.
   [[nodiscard]] Result allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
                                     Span<const SemaphoreValue> signals,
                                     Buffer* buffer) const noexcept;
 
   // Queue-ordered free: the memory of `buffer` (made by allocaBuffer) is returned in queue order
-  // after `waits`, then `signals` are signalled. The handle is invalid after the call. Returns what
-  // submit returns.
+  // after `waits`, then `signals` are signalled. Ownership: Success consumes the handle (another
+  // deallocaBuffer or Buffer::destroy of it returns ErrorInvalidHandle), whatever happens to the
+  // free later: if the driver's queue-ordered free fails when the queue reaches it (cuMemFreeAsync,
+  // hipFreeAsync), the signals fail with a reason naming that call and its error, and baton still
+  // releases the memory, with the driver's synchronous free once the work ordered before the
+  // dealloca has finished. An error result consumed nothing (ErrorDeviceLost included): the
+  // buffer is still the caller's, to free again or destroy. Returns what submit returns, plus
+  // ErrorInvalidHandle (a null or destroyed buffer), ErrorInvalidArgument (a buffer not made by
+  // allocaBuffer: destroy it with Buffer::destroy) and ErrorDeviceMismatch (a buffer of another
+  // device than this queue's).
   [[nodiscard]] Result deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
                                       Span<const SemaphoreValue> signals) const noexcept;
 

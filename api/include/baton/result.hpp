@@ -20,7 +20,7 @@ enum class Result : int32_t {
 
   ErrorInvalidArgument = -1,     // a field or argument is out of its documented range
   ErrorInvalidHandle = -2,       // a null, destroyed, stale or wrong-type handle
-  ErrorDeviceMismatch = -3,      // objects of different devices used together
+  ErrorDeviceMismatch = -3,      // objects of different devices (or instances) used together
   ErrorNonIncreasingValue = -4,  // a signal value not greater than the semaphore's value
   ErrorSemaphoreFailed = -5,     // a waited semaphore failed; the message has the first reason
   ErrorDeviceLost = -6,          // a sticky device fault; the device accepts no more work

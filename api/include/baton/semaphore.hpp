@@ -29,10 +29,12 @@ class Semaphore : public Handle<Semaphore> {
  public:
   using Handle::Handle;
 
-  // Destroys the semaphore handle. If queued submissions or host threads still wait on it, the
-  // semaphore is failed with "destroyed while waited on", so that they return promptly, and the
-  // result is ErrorObjectInUse; the handle is invalid afterwards in every case. Memory lives on
-  // until the last pending submission that references it is done. Thread safe.
+  // Destroys the semaphore handle. If pending work still uses it (submissions not yet finished
+  // that wait on or signal it, or host threads waiting on it), the semaphore is failed with the
+  // reason "destroyed while pending work used it", so that its waiters return promptly with it
+  // (and submissions waiting on it fail their signals), and the result is ErrorObjectInUse; the
+  // handle is invalid afterwards in every case. Memory lives on until the last pending
+  // submission that references it is done. Thread safe.
   // Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
   Result destroy() const noexcept;
 
@@ -50,12 +52,18 @@ class Semaphore : public Handle<Semaphore> {
   [[nodiscard]] Result signal(uint64_t value) const noexcept;
 
   // Fails the semaphore with `reason` (copied; null gives "failed by the host"). The first
-  // failure wins; later ones return ErrorSemaphoreFailed and change nothing. Thread safe.
-  // Returns Success, ErrorSemaphoreFailed, ErrorInvalidHandle.
+  // failure wins: on a semaphore that has failed already, nothing changes and the result is that
+  // failure's own (what its waiters return): ErrorDeviceLost when device loss failed it (a signal
+  // of it was pending on a lost device, or waited for a semaphore that device loss failed; the
+  // reason names the device and the driver's error), ErrorSemaphoreFailed otherwise (failed by
+  // the host, or by work that failed). Thread safe.
+  // Returns Success, ErrorSemaphoreFailed, ErrorDeviceLost (both: already failed),
+  // ErrorInvalidHandle.
   [[nodiscard]] Result fail(const char* reason) const noexcept;
 
   // Writes the first failure reason (NUL-terminated, truncated to capacity) or "" when the
-  // semaphore has not failed, and returns Success or ErrorInvalidHandle/ErrorInvalidArgument.
+  // semaphore has not failed. Thread safe. Returns Success, ErrorInvalidArgument (null buffer,
+  // capacity 0; nothing is written), ErrorInvalidHandle.
   [[nodiscard]] Result getFailureReason(char* buffer, size_t capacity) const noexcept;
 
   // Host wait for one value; the same as Instance::waitSemaphores with a single entry.

@@ -294,4 +294,5 @@ extern "C" __attribute__((visibility("default"))) void batonFakeCudaStats(BatonF
   out->eventsLive = get(gCounters.eventsLive);
   out->async = fake_cuda::config().async ? 1 : 0;
   out->delayUs = fake_cuda::config().delayUs;
+  out->allocationsLive = get(gCounters.allocationsLive);
 }

@@ -108,7 +108,7 @@
 #include <mutex>
 #include <thread>
 
-// The counters, as batonFakeCudaStats reports them (all only grow, except the two live counts).
+// The counters, as batonFakeCudaStats reports them (all only grow, except the live counts).
 struct BatonFakeCudaStats {
   uint64_t hostFunctionViolations;  // driver calls made from inside a host function
   uint64_t opsExecuted;             // stream operations run
@@ -120,6 +120,10 @@ struct BatonFakeCudaStats {
   uint64_t eventsLive;              // events created and not destroyed
   uint32_t async;                   // 1 in async mode, 0 in sync mode
   uint32_t delayUs;                 // BATON_FAKE_CUDA_DELAY_US
+  // Allocations (cuMemAlloc, cuMemHostAlloc, cuMemAllocFromPoolAsync) not yet freed (cuMemFree,
+  // cuMemFreeHost, cuMemFreeAsync once its stream ran it): a test checks that nothing leaks
+  // without a leak checker.
+  uint64_t allocationsLive;
 };
 extern "C" void batonFakeCudaStats(BatonFakeCudaStats* out);
 
@@ -141,7 +145,7 @@ const Config& config();
 struct Counters {
   std::atomic<uint64_t> hostFunctionViolations{0}, opsExecuted{0}, eventQueryNotReady{0},
       eventSyncBlocked{0}, streamWaitsBlocked{0}, streamSyncBlocked{0}, streamsLive{0},
-      eventsLive{0};
+      eventsLive{0}, allocationsLive{0};
 };
 extern Counters gCounters;
 

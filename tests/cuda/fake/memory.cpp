@@ -42,6 +42,14 @@ struct Pool {
 Pool gDefaultPools[16] = {{0}, {1}, {2},  {3},  {4},  {5},  {6},  {7},
                           {8}, {9}, {10}, {11}, {12}, {13}, {14}, {15}};
 
+// Counts allocations live (BatonFakeCudaStats::allocationsLive).
+void allocated() { fake_cuda::gCounters.allocationsLive.fetch_add(1, std::memory_order_relaxed); }
+void release(void* p) {
+  if (!p) return;
+  fake_cuda::gCounters.allocationsLive.fetch_sub(1, std::memory_order_relaxed);
+  std::free(p);
+}
+
 // The frees synchronize the current context first, as the driver's do in practice.
 void synchronizeCurrent() {
   if (tCurrent && fake_cuda::synchronizeContext(tCurrent))
@@ -58,19 +66,21 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* address, size_t size) {
   FAKE_CUDA_ENTRY("cuMemAlloc");
   void* p = std::calloc(1, size);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocated();
   *address = reinterpret_cast<CUdeviceptr>(p);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr address) {
   FAKE_CUDA_ENTRY("cuMemFree");
   synchronizeCurrent();
-  std::free(ptr(address));
+  release(ptr(address));
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemHostAlloc(void** host, size_t size, unsigned int) {
   FAKE_CUDA_ENTRY("cuMemHostAlloc");
   *host = std::calloc(1, size);
   if (!*host) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocated();
   PinnedRanges& p = pinned();
   std::lock_guard<std::mutex> lock(p.mutex);
   p.ranges[reinterpret_cast<uintptr_t>(*host)] = size;
@@ -84,7 +94,7 @@ CUresult CUDAAPI cuMemFreeHost(void* host) {
     std::lock_guard<std::mutex> lock(p.mutex);
     p.ranges.erase(reinterpret_cast<uintptr_t>(host));
   }
-  std::free(host);
+  release(host);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr* address, void* host, unsigned int) {
@@ -180,6 +190,7 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* address, size_t size, CUme
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
   void* p = std::calloc(1, size ? size : 1);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocated();
   fake_cuda::enqueue(*s, [] {});
   *address = reinterpret_cast<CUdeviceptr>(p);
   return CUDA_SUCCESS;
@@ -189,7 +200,7 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr address, CUstream stream) {
   FAKE_CUDA_ENTRY("cuMemFreeAsync");
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
-  fake_cuda::enqueue(*s, [address] { std::free(ptr(address)); });
+  fake_cuda::enqueue(*s, [address] { release(ptr(address)); });
   return CUDA_SUCCESS;
 }
 
