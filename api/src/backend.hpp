@@ -293,6 +293,18 @@ class QueueImpl {
   // Takes a released submission; see the contract above. Called in submission order, never
   // concurrently for one queue, under the core queue's lock and inside a Notifier::Scope.
   virtual void issue(std::unique_ptr<Submission> submission) = 0;
+  // Direct issue (optional): the submitting thread makes the driver calls itself. Called in
+  // place of issue(), with the same contract, for a released submission on a user thread:
+  // returns false, leaving `submission` untouched, when the backend cannot issue it here now;
+  // returns true once it took the submission and its place in the queue's order. Then the
+  // caller releases the core queue's lock and calls finishDirect() at once, on the same thread
+  // and inside the same Notifier::Scope: the driver calls (and native callbacks) run there,
+  // without the core queue's lock, so that a callback may submit to its own queue.
+  virtual bool startDirect(std::unique_ptr<Submission>& submission) {
+    (void)submission;
+    return false;
+  }
+  virtual void finishDirect() {}
   // Blocks until everything issued so far has finished, or the deadline (Timeout).
   virtual Status waitIdle(Deadline deadline) = 0;
   // What native callbacks receive.

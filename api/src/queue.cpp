@@ -108,7 +108,7 @@ Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
 
 Status Queue::submit(std::unique_ptr<Submission> sub) {
   Notifier::Scope scope;
-  std::lock_guard<Mutex> lock(mutex_);
+  std::unique_lock<Mutex> lock(mutex_);
   if (device_->lost()) return device_->lostStatus();
   if (!held_.empty()) {  // behind held submissions: in order
     held_.push_back(std::move(sub));
@@ -119,7 +119,16 @@ Status Queue::submit(std::unique_ptr<Submission> sub) {
   Status failure;
   Semaphore* blocking = nullptr;
   switch (resolve(*sub, &failure, &blocking)) {
-    case Resolution::Ready: impl_->issue(std::move(sub)); return Status();
+    case Resolution::Ready:
+      // Issued on this thread when the backend can (QueueImpl::startDirect): the driver calls
+      // run after the lock is released, in the order startDirect took.
+      if (impl_->startDirect(sub)) {
+        lock.unlock();
+        impl_->finishDirect();
+        return Status();
+      }
+      impl_->issue(std::move(sub));
+      return Status();
     case Resolution::Failed: failSignals(*sub, failure); return Status();
     case Resolution::Blocked: break;
   }

@@ -65,7 +65,7 @@ class IssueThread {
       // Out of work: hand every record over before polling or sleeping. The outboxes are
       // written by this thread only.
       for (const std::shared_ptr<QueueShared>& q : queues) {
-        if (q->outbox.empty()) continue;
+        if (!q->outboxFilled.load(std::memory_order_relaxed)) continue;
         std::lock_guard<core::Mutex> lock(q->issueMutex);
         q->flushOutbox();
       }
@@ -105,7 +105,7 @@ class IssueThread {
     if (next || resume || q.suspended) {
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
       std::lock_guard<core::Mutex> lock(q.issueMutex);
-      Issuer issuer(q);
+      Issuer issuer(q, &issuer_->contextCurrent);
       if (resume && q.resumePending.exchange(false, std::memory_order_acq_rel)) {
         if (q.continuation) issuer.resume();
         issued = true;
@@ -136,13 +136,15 @@ class IssueThread {
     // Records go to the completion thread in batches (kOutboxBatch), at the latest after
     // kOutboxMaxAgeNs (also while other queues keep this thread busy), at once while a host
     // thread sleeps until that thread observes a completion (it may need one of them), and all
-    // of them when this thread runs out of work (run). The outbox is written by this thread only.
+    // of them when this thread runs out of work (run). The outbox is filled by this thread only (a
+    // submitting thread that issues directly may flush it, under issueMutex: outboxFilled).
     // The age is looked at in every pass that issued nothing for the queue, and in every
     // kAgeCheckPasses-th one that did: a clock read per pass was 4% of this thread's time in the
     // live ping-pong on the H100 (issue 3, item 9).
-    if (!q.outbox.empty() && (q.waker->sleepers.load(std::memory_order_relaxed) != 0 ||
-                              ((!issued || ++q.issuedPasses % kAgeCheckPasses == 0) &&
-                               passNow() - q.outboxSince >= kOutboxMaxAgeNs))) {
+    if (q.outboxFilled.load(std::memory_order_relaxed) &&
+        (q.waker->sleepers.load(std::memory_order_relaxed) != 0 ||
+         ((!issued || ++q.issuedPasses % kAgeCheckPasses == 0) &&
+          passNow() - q.outboxSince >= kOutboxMaxAgeNs))) {
       std::lock_guard<core::Mutex> lock(q.issueMutex);
       q.flushOutbox();
     }

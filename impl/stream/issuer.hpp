@@ -2,9 +2,10 @@
 // calls, the completion event) and the publication of its signals, with the suspension and
 // resumption of a submission around its host calls.
 //
-// Threads: the device's issuing thread (IssueThread::serve), with the queue's issueMutex held and
-// the device's context current (useContext: a submission that would run without it fails); the
-// completion thread only builds hostCallFailure's status.
+// Threads: the device's issuing thread (IssueThread::serve), or a submitting thread that issues
+// directly (StreamQueue::finishDirect), with the queue's issueMutex held and the device's context
+// current (useContext: a submission that would run without it fails); the completion thread only
+// builds hostCallFailure's status.
 //
 // A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
 // whose comment says why.
@@ -43,7 +44,11 @@ namespace {
 // round trip, only for such submissions; a host call at the end of a submission costs none.
 class Issuer {
  public:
-  explicit Issuer(QueueShared& q) : q_(q), d_(q.driver) {}
+  // `contextCurrent`: whether the device's context is current on the calling thread (the
+  // issuing thread's DeviceIssuer::contextCurrent, or a direct issue's ContextScope).
+  Issuer(QueueShared& q, bool* contextCurrent) : q_(q), d_(q.driver), current_(contextCurrent) {}
+  // Only for hostCallFailure (the completion thread).
+  explicit Issuer(QueueShared& q) : q_(q), d_(q.driver), current_(nullptr) {}
 
   void start(Issue&& e) {
     Record rec;
@@ -128,7 +133,7 @@ class Issuer {
   // hipSetDevice), its signals with it, as for any failed driver call; it makes no driver call in
   // another context (which would act on another device). The next submission tries again.
   Status useContext() {
-    bool& current = q_.issuer->contextCurrent;
+    bool& current = *current_;
     if (current && !tContextReplaced) [[likely]]
       return Status();
     tContextReplaced = false;  // a scope for another device failed to restore ours (ContextScope)
@@ -143,7 +148,7 @@ class Issuer {
   Status reapplyContext() {
     void* now = nullptr;
     if (d_.getCurrent(&now).ok() && now == q_.device->config.context) return Status();
-    q_.issuer->contextCurrent = false;
+    *current_ = false;
     return useContext();
   }
 
@@ -441,6 +446,7 @@ class Issuer {
 
   QueueShared& q_;
   const DriverTable& d_;
+  bool* current_;
 };
 
 }  // namespace

@@ -118,8 +118,18 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   void push(Record&& record) {
     record.seq = ++pushed;
     opsIssued += record.ops;
+    if (directIssuing) {
+      // On a submitting thread (StreamQueue::finishDirect): handed over at once, behind what the
+      // issuing thread left in the outbox; the outbox's batching belongs to that thread.
+      flushOutbox();
+      handOver(std::move(record));
+      return;
+    }
     const bool now = record.urgent;
-    if (outbox.empty()) outboxSince = core::nowNs();
+    if (outbox.empty()) {
+      outboxSince = core::nowNs();
+      outboxFilled.store(true, std::memory_order_relaxed);
+    }
     outbox.push_back(std::move(record));
     // The next record goes here: lines the completion thread wrote last (the outbox's storage
     // was its inbox before a swap, see flushOutbox).
@@ -146,7 +156,23 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       }
       inboxPending.store(true, std::memory_order_release);
     }
+    outboxFilled.store(false, std::memory_order_relaxed);
     Counters::add(kRecordsPushed, n);
+    wakeCompletion();
+  }
+
+  // One record straight to the completion thread (direct issue); issueMutex held.
+  void handOver(Record&& record) {
+    {
+      std::lock_guard<core::Mutex> lock(inboxMutex);
+      inbox.push_back(std::move(record));
+      inboxPending.store(true, std::memory_order_release);
+    }
+    Counters::add(kRecordsPushed, 1);
+    wakeCompletion();
+  }
+
+  void wakeCompletion() {
     // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
     // the next poll finds the record (a wake per submission would cost a syscall each).
     // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
@@ -234,8 +260,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     }
     return behind.empty() ? nullptr : &behind.front();
   }
-  // Issuing thread: removes what peekIssue returned.
+  // Issuing thread, issueMutex held: removes what peekIssue returned.
   void popIssue(Issue* out) {
+    // The only writer: a plain increment, published for StreamQueue::startDirect.
+    taken.store(taken.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     if (!behind.empty()) {
       *out = std::move(behind.front());
       behind.pop_front();
@@ -326,6 +354,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Written by the submitting side (under the core queue's lock), on every submission. Free
   // events for timepoints made at release; see eventStash.
   alignas(64) std::vector<void*> publishStash;
+  uint64_t posted = 0;  // submissions posted to the issuing thread (StreamQueue::issue)
   // Written when one side sleeps or wakes, read by the other side.
   alignas(64) std::atomic<bool> producerWaiting{false};
   std::atomic<bool> overflowing{false};  // overflow has entries: posts go there, in order
@@ -341,6 +370,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
 
   // Written by the issuing thread.
   alignas(64) std::deque<Issue> behind;  // taken from overflow
+  std::atomic<uint64_t> taken{0};        // posted submissions it took (popIssue)
+  // Whether the outbox holds records: what the issuing thread looks at without issueMutex
+  // (a submitting thread may flush the outbox meanwhile, under it).
+  std::atomic<bool> outboxFilled{false};
   // Whether continuation or deferred holds something: the issuing thread looks at them only
   // then. Read and written by that thread only (failAll leaves it set: a harmless extra look).
   bool suspended = false;
@@ -357,6 +390,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
   std::optional<Record> continuation;  // a suspended submission
+  bool directIssuing = false;          // a submitting thread issues (issueMutex; see push)
   std::deque<Issue> deferred;          // issued behind it
   // Submissions whose signals the completion thread publishes (host calls, and what was
   // released behind them), from release until published or failed. While there are any, later

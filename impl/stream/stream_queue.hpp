@@ -22,8 +22,10 @@
 #include <utility>
 
 #include "backend.hpp"
+#include "callback_scope.hpp"
 #include "completion.hpp"
 #include "issue_ring.hpp"
+#include "issuer.hpp"
 #include "objects.hpp"
 #include "queue_shared.hpp"
 #include "stream_timepoint.hpp"
@@ -104,10 +106,68 @@ class StreamQueue final : public core::QueueImpl {
   }
 
   // Decides how the submission's signals are published and posts it to the issuing thread.
-  // Unless the completion thread must publish them (host calls, or such a submission still
-  // ahead of it), they are published here, as a timepoint whose event the issuing thread records
-  // next: queues waiting for them are released now, without waiting for the issuing thread.
   void issue(std::unique_ptr<core::Submission> sub) override {
+    Issue e = release(std::move(sub));
+    q_->posted++;
+    q_->post(std::move(e));
+  }
+
+  // Direct issue: when the issuing thread has nothing of this queue (nothing posted and not yet
+  // taken, nothing suspended or deferred) and every timepoint the submission waits for is
+  // recorded, the submitting thread takes the queue's issueMutex — its place in the queue's
+  // order — here, under the core queue's lock, and makes the driver calls in finishDirect,
+  // after that lock is released. Not on baton's own threads (they hand work on rather than
+  // make driver calls for other queues), not inside a driver host function (no driver calls
+  // there), not inside a callback (a native callback's thread already holds an issueMutex).
+  bool startDirect(std::unique_ptr<core::Submission>& sub) override {
+    if (!kDirectIssue || tInternalThread || tInsideHostFunction ||
+        core::CallbackScope::current() != nullptr)
+      return false;
+    // Everything posted was taken by the issuing thread (it counts what it took after taking
+    // it); what it took it issues under issueMutex, which is free only when it is done.
+    if (q_->taken.load(std::memory_order_acquire) != q_->posted) return false;
+    if (!q_->issueMutex.try_lock()) return false;
+    if (q_->continuation || !q_->deferred.empty() ||
+        q_->resumePending.load(std::memory_order_acquire) || !readyForDirect(*sub)) {
+      q_->issueMutex.unlock();
+      return false;
+    }
+    direct_ = release(std::move(sub));
+    return true;
+  }
+
+  void finishDirect() override {
+    QueueShared& q = *q_;
+    {
+      // The device's context on this thread for the calls (and the caller's back after them).
+      // Without it the submission fails, naming the call, as on the issuing thread.
+      ContextScope scope(q.driver, q.device->config.context);
+      bool current = scope.ok();
+      q.directIssuing = true;
+      Issuer(q, &current).start(std::move(direct_));
+      q.directIssuing = false;
+      direct_ = Issue();
+    }
+    q.issueMutex.unlock();
+  }
+
+ private:
+  // Issuer::ready, for a submission not yet released: its waits' timepoints are recorded (or
+  // this queue's own), and the stream has room.
+  bool readyForDirect(const core::Submission& sub) {
+    for (const core::Submission::Wait& w : sub.waits) {
+      if (!w.timepoint) continue;
+      auto* tp = static_cast<const StreamTimepoint*>(w.timepoint.get());
+      if (tp->stream() != q_->stream && !tp->recorded()) return false;
+    }
+    return !q_->overOpsLimit();
+  }
+
+  // Decides how the submission's signals are published. Unless the completion thread must
+  // publish them (host calls, or such a submission still ahead of it), they are published here,
+  // as a timepoint whose event is recorded next when the submission is issued: queues waiting
+  // for them are released now, without waiting for the driver calls.
+  Issue release(std::unique_ptr<core::Submission> sub) {
     q_->issued.fetch_add(1, std::memory_order_seq_cst);
     Issue e;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
@@ -139,12 +199,12 @@ class StreamQueue final : public core::QueueImpl {
       }
     }
     e.submission = std::move(sub);
-    q_->post(std::move(e));
+    return e;
   }
 
- private:
   std::shared_ptr<QueueShared> q_;
   std::thread thread_;  // completion
+  Issue direct_;        // between startDirect and finishDirect (issueMutex held)
 };
 
 }  // namespace

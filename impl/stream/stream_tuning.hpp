@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 namespace baton::stream {
 namespace {
@@ -77,6 +78,13 @@ constexpr uint64_t kRecordSpinNs = 20'000;
 // Spins poll with a pause instruction this long, then yield the core between polls: on a machine
 // with fewer free cores than busy threads, the thread being waited for may need it.
 constexpr uint64_t kSpinBeforeYieldNs = 5'000;
+// Direct issue (StreamQueue::startDirect): a submitting thread makes the driver calls of a
+// submission that nothing holds back. On unless BATON_STREAM_DIRECT_ISSUE=0 in the environment,
+// read once: the benchmarks run both designs in one build.
+const bool kDirectIssue = [] {
+  const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
+  return !(v && v[0] == '0');
+}();
 
 }  // namespace
 }  // namespace baton::stream

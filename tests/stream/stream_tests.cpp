@@ -9,6 +9,7 @@
 // poisons the context for the whole process, so it has its own executables
 // (stream_device_lost_tests.cpp).
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "stream_backend.hpp"
@@ -74,6 +75,89 @@ TEST_P(StreamBackendTest, NativeQueueDescribesTheStream) {
     EXPECT_EQ(seen[i].q.queueIndex, static_cast<uint32_t>(i));
   }
   EXPECT_NE(seen[0].q.stream, seen[1].q.stream) << "each queue is its own stream";
+}
+
+// Direct issue (Queue::submit, NativeCallback): a submission that nothing holds back is enqueued
+// by the submitting thread inside the submit call, so its native callback has run, on this
+// thread, when submit returns; one held by a wait-before-signal is enqueued by the device's
+// issuing thread once released, and its callback runs there. A callback of a direct issue may
+// submit to its own queue (the core queue's lock is not held while it runs); what it submits
+// runs after it. BATON_STREAM_DIRECT_ISSUE=0 turns direct issue off (a registration of the fake
+// driver runs the suite so): then every callback runs on the issuing thread.
+struct ThreadSeen {
+  std::atomic<int> calls{0};
+  std::thread::id thread;
+};
+baton::Result recordThread(const baton::NativeQueue&, void* userData) {
+  auto* seen = static_cast<ThreadSeen*>(userData);
+  seen->thread = std::this_thread::get_id();
+  seen->calls.fetch_add(1);
+  return Result::Success;
+}
+bool directIssueOn() {
+  const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
+  return !(v && v[0] == '0');
+}
+
+TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {
+  ThreadSeen direct, held;
+  auto cbDirect =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &direct)); });
+  auto cbHeld =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &held)); });
+  auto gate = makeSemaphore("gate"), done = makeSemaphore("done");
+
+  ASSERT_OK(submit(queue(0), {}, {*cbDirect}, {{*done, 1}}));
+  if (directIssueOn()) {
+    EXPECT_EQ(direct.calls.load(), 1) << "not issued inside submit";
+    EXPECT_EQ(direct.thread, std::this_thread::get_id());
+  }
+  ASSERT_OK(submit(queue(1), {{*gate, 1}}, {*cbHeld}, {{*done, 2}}));
+  EXPECT_EQ(held.calls.load(), 0) << "issued before its wait was met";
+  ASSERT_OK(gate->signal(1));
+  ASSERT_OK(done->wait(2, kLongNs));
+  EXPECT_EQ(direct.calls.load(), 1);
+  EXPECT_EQ(held.calls.load(), 1);
+  EXPECT_NE(held.thread, std::this_thread::get_id()) << "a held submission ran on the submitter";
+  if (!directIssueOn()) {
+    EXPECT_NE(direct.thread, std::this_thread::get_id());
+  }
+}
+
+TEST_P(StreamBackendTest, ADirectlyIssuedCallbackSubmitsToItsOwnQueue) {
+  struct Nested {
+    baton::Queue queue;
+    baton::Semaphore done;
+    ThreadSeen inner;
+    baton::CommandBuffer innerCommands;
+    Result submitted = Result::ErrorInvalidState;  // until the callback ran
+    std::atomic<int> innerCallsAtOuterEnd{-1};
+  } n;
+  auto inner =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &n.inner)); });
+  auto done = makeSemaphore("done");
+  n.queue = queue(0);
+  n.done = *done;
+  n.innerCommands = *inner;
+  auto outer = makeCommands([&](baton::CommandBuffer cb) {
+    EXPECT_OK(cb.native(
+        [](const baton::NativeQueue&, void* user) {
+          auto* n = static_cast<Nested*>(user);
+          baton::SubmitInfo info;
+          baton::SemaphoreValue signal{n->done, 2};
+          info.commandBuffers = {&n->innerCommands, 1};
+          info.signals = {&signal, 1};
+          n->submitted = n->queue.submit({&info, 1});
+          n->innerCallsAtOuterEnd = n->inner.calls.load();
+          return Result::Success;
+        },
+        &n));
+  });
+  ASSERT_OK(submit(queue(0), {}, {*outer}, {{*done, 1}}));
+  ASSERT_OK(done->wait(2, kLongNs));
+  EXPECT_EQ(n.submitted, Result::Success) << lastError();
+  EXPECT_EQ(n.innerCallsAtOuterEnd.load(), 0) << "the nested submission ran inside the outer one";
+  EXPECT_EQ(n.inner.calls.load(), 1);
 }
 
 // Consumers on queues 3, 2, 1 are submitted before the producer on queue 0, whose work is held

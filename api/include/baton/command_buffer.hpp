@@ -43,11 +43,18 @@ struct NativeQueue {
 // Runs on a host thread when the submission is issued, in queue order, with the native stream:
 // enqueue work there (kernels, library calls) and it executes in order with the rest of the
 // submission. On the host backend it runs on the queue's worker thread and its own work is the
-// work. An error return fails the submission like a HostCallback. On GPU backends it runs on the
-// device's issuing thread (one baton thread per device enqueues the submissions of all its
-// queues, in each queue's order), with the device current (CUDA: its primary context; HIP:
-// hipSetDevice to its ordinal, so runtime calls target it): it must enqueue work and
-// return, never block waiting for other baton work (the device's other queues wait meanwhile).
+// work. An error return fails the submission like a HostCallback. On GPU backends it runs with
+// the device current (CUDA: its primary context; HIP: hipSetDevice to its ordinal, so runtime
+// calls target it; the calling thread's own context is restored afterwards), on one of two
+// threads:
+//   - the thread that called Queue::submit, inside that call, when the submission is issued
+//     directly: nothing is held before it on its queue, each of its waits is reached or
+//     recorded on a GPU queue, and the submit is made outside any baton callback (the common
+//     case in a frame: no thread hand-off, no wake-up);
+//   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
+//     released submissions of all its queues, in each queue's order), after the submit returned.
+// Either way it must enqueue work and return, never block waiting for other baton work (the
+// queue, and on the issuing thread the device's other queues, wait meanwhile).
 // What it may call of baton: as for HostCallback.
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 
