@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "raw_driver.hpp"
+#include "stream_backend.hpp"  // setIssueMode: both issue designs in one run
 
 namespace {
 
@@ -878,20 +879,32 @@ int main(int argc, char** argv) {
   setupSide(ours, true);
   setupSide(raw, false);
 
-  std::printf("\n%-4s %-6s %12s %16s %17s\n", "run", "side", "frame us", "thread CPU us",
+  // baton runs in its default issue mode (direct issue where nothing holds a submission back),
+  // and, alternating with it, with every submission issued by the device's issuing thread (the
+  // design before issue 16): the same Side, so the frames continue on the same timelines.
+  std::printf("\n%-4s %-9s %12s %16s %17s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us");
-  std::vector<Figures> oursRuns, rawRuns;
+  std::vector<Figures> oursRuns, threadRuns, rawRuns;
+  uint64_t oursFirst = 0;
   for (int r = 0; r < runs; ++r) {
-    const uint64_t first = static_cast<uint64_t>(r) * frames;
     std::fprintf(stderr, "[run %d]\n", r);  // progress, so a hang shows where
-    for (Side* side : {&ours, &raw}) {
-      Figures f = side == &ours ? runBaton(ours, first, frames, warmup)
-                                : runRaw(raw, first, frames, warmup);
-      (side == &ours ? oursRuns : rawRuns).push_back(f);
-      std::printf("%-4d %-6s %12.2f %16.2f %17.2f\n", r, side->name, f.wallUs, f.threadCpuUs,
+    for (int k = 0; k < 3; ++k) {
+      Figures f;
+      const char* name = k == 0 ? "baton" : k == 1 ? "baton-it" : "raw";
+      if (k < 2) {
+        baton::stream::setIssueMode(k == 0, false);
+        f = runBaton(ours, oursFirst, frames, warmup);
+        oursFirst += frames;
+        (k == 0 ? oursRuns : threadRuns).push_back(f);
+      } else {
+        f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
+        rawRuns.push_back(f);
+      }
+      std::printf("%-4d %-9s %12.2f %16.2f %17.2f\n", r, name, f.wallUs, f.threadCpuUs,
                   f.processCpuUs);
     }
   }
+  baton::stream::setIssueMode(true, false);
 
   struct Row {
     const char* name;
@@ -915,6 +928,18 @@ int main(int argc, char** argv) {
                 !env.kernels          ? "(emulated: no meaning)"
                 : ratio <= row.target ? "(met)"
                                       : "(MISSED)");
+  }
+  std::printf("the same with every submission issued by the device's issuing thread (baton-it):\n");
+  for (const Row& row : rows) {
+    std::vector<double> o, w, ratios;
+    for (int r = 0; r < runs; ++r) {
+      o.push_back(threadRuns[r].*row.field);
+      w.push_back(rawRuns[r].*row.field);
+      ratios.push_back(w.back() > 0 ? o.back() / w.back() : 0);
+    }
+    const double mo = median(o), mw = median(w);
+    std::printf("%-34s %12.2f %12.2f %7.2fx %7.2fx\n", row.name, mo, mw, mw > 0 ? mo / mw : 0,
+                median(ratios));
   }
 
   BATON_OK(env.device.waitIdle());

@@ -144,7 +144,7 @@ class IssueThread {
     if (q.outboxFilled.load(std::memory_order_relaxed) &&
         (q.waker->sleepers.load(std::memory_order_relaxed) != 0 ||
          ((!issued || ++q.issuedPasses % kAgeCheckPasses == 0) &&
-          passNow() - q.outboxSince >= kOutboxMaxAgeNs))) {
+          passNow() - q.outboxSince.load(std::memory_order_relaxed) >= kOutboxMaxAgeNs))) {
       std::lock_guard<core::Mutex> lock(q.issueMutex);
       q.flushOutbox();
     }

@@ -118,16 +118,21 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   void push(Record&& record) {
     record.seq = ++pushed;
     opsIssued += record.ops;
-    if (directIssuing) {
+    if (directIssuing && !gDirectBatch.load(std::memory_order_relaxed)) {
       // On a submitting thread (StreamQueue::finishDirect): handed over at once, behind what the
-      // issuing thread left in the outbox; the outbox's batching belongs to that thread.
+      // issuing thread left in the outbox.
       flushOutbox();
       handOver(std::move(record));
       return;
     }
-    const bool now = record.urgent;
+    // A direct issue batches too, but hands over at once whenever the completion thread sleeps
+    // (nothing else would wake it) or a host thread waits for it; otherwise the completion
+    // thread takes the outbox when it next polls (Completion::run).
+    const bool now =
+        record.urgent || (directIssuing && (waker->idle.load(std::memory_order_relaxed) ||
+                                            waker->sleepers.load(std::memory_order_relaxed) != 0));
     if (outbox.empty()) {
-      outboxSince = core::nowNs();
+      outboxSince.store(core::nowNs(), std::memory_order_relaxed);
       outboxFilled.store(true, std::memory_order_relaxed);
     }
     outbox.push_back(std::move(record));
@@ -384,8 +389,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   core::Mutex issueMutex;
   uint64_t pushed = 0;         // records pushed so far (issueMutex)
   std::vector<Record> outbox;  // pushed, not yet handed to the completion thread (issueMutex)
-  uint64_t outboxSince = 0;    // when its oldest record was pushed
-  uint64_t issuedPasses = 0;   // passes of the issuing thread that issued for the queue (serve)
+  std::atomic<uint64_t> outboxSince{0};  // when its oldest record was pushed
+  uint64_t issuedPasses = 0;  // passes of the issuing thread that issued for the queue (serve)
   // Free events taken from the device's pool a batch at a time, so that a submission does not
   // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;

@@ -53,4 +53,9 @@ Stats stats() noexcept {
   return s;
 }
 
+void setIssueMode(bool direct, bool batch) noexcept {
+  gDirectIssue.store(direct, std::memory_order_relaxed);
+  gDirectBatch.store(batch, std::memory_order_relaxed);
+}
+
 }  // namespace baton::stream

@@ -91,4 +91,11 @@ struct Stats {
 };
 Stats stats() noexcept;
 
+// How submissions reach the driver, process-wide (for benchmarks comparing the designs in one
+// process; the environment sets the defaults): `direct` lets a submitting thread issue a
+// submission that nothing holds back (BATON_STREAM_DIRECT_ISSUE, default on); `batch` makes such
+// a thread batch its records for the completion thread (BATON_STREAM_DIRECT_BATCH, default off).
+// Takes effect for submissions made after the call.
+void setIssueMode(bool direct, bool batch) noexcept;
+
 }  // namespace baton::stream

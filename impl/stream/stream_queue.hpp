@@ -120,7 +120,7 @@ class StreamQueue final : public core::QueueImpl {
   // make driver calls for other queues), not inside a driver host function (no driver calls
   // there), not inside a callback (a native callback's thread already holds an issueMutex).
   bool startDirect(std::unique_ptr<core::Submission>& sub) override {
-    if (!kDirectIssue || tInternalThread || tInsideHostFunction ||
+    if (!gDirectIssue.load(std::memory_order_relaxed) || tInternalThread || tInsideHostFunction ||
         core::CallbackScope::current() != nullptr)
       return false;
     // Everything posted was taken by the issuing thread (it counts what it took after taking

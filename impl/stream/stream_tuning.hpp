@@ -8,6 +8,7 @@
 // whose comment says why.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -79,12 +80,17 @@ constexpr uint64_t kRecordSpinNs = 20'000;
 // with fewer free cores than busy threads, the thread being waited for may need it.
 constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // Direct issue (StreamQueue::startDirect): a submitting thread makes the driver calls of a
-// submission that nothing holds back. On unless BATON_STREAM_DIRECT_ISSUE=0 in the environment,
-// read once: the benchmarks run both designs in one build.
-const bool kDirectIssue = [] {
-  const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  return !(v && v[0] == '0');
-}();
+// submission that nothing holds back. On unless BATON_STREAM_DIRECT_ISSUE=0 in the environment;
+// setIssueMode (stream_backend.hpp) switches it at run time, so that the benchmarks compare both
+// designs in one process.
+inline bool envFlag(const char* name, bool otherwise) {
+  const char* v = std::getenv(name);
+  return v && v[0] ? v[0] != '0' : otherwise;
+}
+std::atomic<bool> gDirectIssue{envFlag("BATON_STREAM_DIRECT_ISSUE", true)};
+// Whether a direct issue batches its records for the completion thread (QueueShared::push) or
+// hands each over at once: BATON_STREAM_DIRECT_BATCH=1 (an experiment, off by default).
+std::atomic<bool> gDirectBatch{envFlag("BATON_STREAM_DIRECT_BATCH", false)};
 
 }  // namespace
 }  // namespace baton::stream
