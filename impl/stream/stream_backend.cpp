@@ -50,6 +50,8 @@ Stats stats() noexcept {
   s.recordsIssued = c[kRecordsPushed];
   s.recordsInFlight = c[kRecordsPushed] - c[kRecordsFinished];
   s.timepointsPublishedLate = c[kPublishedLate];
+  s.directIssued = c[kDirectIssued];
+  s.postedToIssuer = c[kPosted];
   return s;
 }
 

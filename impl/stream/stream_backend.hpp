@@ -88,12 +88,16 @@ struct Stats {
   // recorded the event, because no event could be had at release (a driver error): other
   // queues then wait for the issuing thread before they are released (only grows).
   uint64_t timepointsPublishedLate = 0;
+  // Released submissions issued by the thread that submitted them (direct issue), and those
+  // posted to a device's issuing thread (only grow).
+  uint64_t directIssued = 0;
+  uint64_t postedToIssuer = 0;
 };
 Stats stats() noexcept;
 
 // How submissions reach the driver, process-wide (for benchmarks comparing the designs in one
 // process; the environment sets the defaults): `direct` lets a submitting thread issue a
-// submission that nothing holds back (BATON_STREAM_DIRECT_ISSUE, default on); `batch` makes such
+// submission that nothing holds back (BATON_STREAM_DIRECT_ISSUE, default off); `batch` makes such
 // a thread batch its records for the completion thread (BATON_STREAM_DIRECT_BATCH, default off).
 // Takes effect for submissions made after the call.
 void setIssueMode(bool direct, bool batch) noexcept;

@@ -35,6 +35,8 @@ enum Counter : size_t {
   kRecordsPushed,  // to a completion thread
   kRecordsFinished,
   kPublishedLate,  // see Stats::timepointsPublishedLate
+  kDirectIssued,   // submissions issued by their submitting thread (see Stats::directIssued)
+  kPosted,         // submissions posted to an issuing thread
   kCounterCount
 };
 

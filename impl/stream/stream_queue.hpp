@@ -109,6 +109,7 @@ class StreamQueue final : public core::QueueImpl {
   void issue(std::unique_ptr<core::Submission> sub) override {
     Issue e = release(std::move(sub));
     q_->posted++;
+    Counters::add(kPosted, 1);
     q_->post(std::move(e));
   }
 
@@ -147,6 +148,7 @@ class StreamQueue final : public core::QueueImpl {
       Issuer(q, &current).start(std::move(direct_));
       q.directIssuing = false;
       direct_ = Issue();
+      Counters::add(kDirectIssued, 1);
     }
     q.issueMutex.unlock();
   }

@@ -80,14 +80,16 @@ constexpr uint64_t kRecordSpinNs = 20'000;
 // with fewer free cores than busy threads, the thread being waited for may need it.
 constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // Direct issue (StreamQueue::startDirect): a submitting thread makes the driver calls of a
-// submission that nothing holds back. On unless BATON_STREAM_DIRECT_ISSUE=0 in the environment;
-// setIssueMode (stream_backend.hpp) switches it at run time, so that the benchmarks compare both
-// designs in one process.
+// submission that nothing holds back. Off unless BATON_STREAM_DIRECT_ISSUE=1 in the environment:
+// on the H100 it made the caller's submit cost 1.7 us against 0.44 us with the issuing thread,
+// and the live ping-pong 3.1x raw against 1.9x (cuda_bench, issue 16), while the completion
+// threads still poll the driver as records arrive. setIssueMode (stream_backend.hpp) switches it
+// at run time, so that the benchmarks compare both designs in one process.
 inline bool envFlag(const char* name, bool otherwise) {
   const char* v = std::getenv(name);
   return v && v[0] ? v[0] != '0' : otherwise;
 }
-std::atomic<bool> gDirectIssue{envFlag("BATON_STREAM_DIRECT_ISSUE", true)};
+std::atomic<bool> gDirectIssue{envFlag("BATON_STREAM_DIRECT_ISSUE", false)};
 // Whether a direct issue batches its records for the completion thread (QueueShared::push) or
 // hands each over at once: BATON_STREAM_DIRECT_BATCH=1 (an experiment, off by default).
 std::atomic<bool> gDirectBatch{envFlag("BATON_STREAM_DIRECT_BATCH", false)};

@@ -82,8 +82,9 @@ TEST_P(StreamBackendTest, NativeQueueDescribesTheStream) {
 // thread, when submit returns; one held by a wait-before-signal is enqueued by the device's
 // issuing thread once released, and its callback runs there. A callback of a direct issue may
 // submit to its own queue (the core queue's lock is not held while it runs); what it submits
-// runs after it. BATON_STREAM_DIRECT_ISSUE=0 turns direct issue off (a registration of the fake
-// driver runs the suite so): then every callback runs on the issuing thread.
+// runs after it. Direct issue is on with BATON_STREAM_DIRECT_ISSUE=1 (off by default; the
+// fake-driver registrations run the suite both ways): off, every callback runs on the issuing
+// thread.
 struct ThreadSeen {
   std::atomic<int> calls{0};
   std::thread::id thread;
@@ -96,7 +97,7 @@ baton::Result recordThread(const baton::NativeQueue&, void* userData) {
 }
 bool directIssueOn() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  return !(v && v[0] == '0');
+  return v && v[0] && v[0] != '0';
 }
 
 TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {

@@ -47,10 +47,10 @@ struct NativeQueue {
 // the device current (CUDA: its primary context; HIP: hipSetDevice to its ordinal, so runtime
 // calls target it; the calling thread's own context is restored afterwards), on one of two
 // threads:
-//   - the thread that called Queue::submit, inside that call, when the submission is issued
-//     directly: nothing is held before it on its queue, each of its waits is reached or
-//     recorded on a GPU queue, and the submit is made outside any baton callback (the common
-//     case in a frame: no thread hand-off, no wake-up);
+//   - with direct issue on (BATON_STREAM_DIRECT_ISSUE=1; off by default), the thread that
+//     called Queue::submit, inside that call, when nothing is held before the submission on its
+//     queue, each of its waits is reached or recorded on a GPU queue, and the submit is made
+//     outside any baton callback (the common case in a frame: no thread hand-off, no wake-up);
 //   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
 //     released submissions of all its queues, in each queue's order), after the submit returned.
 // Either way it must enqueue work and return, never block waiting for other baton work (the
