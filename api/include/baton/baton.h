@@ -1,0 +1,596 @@
+/* baton/baton.h — the C API (C11; also compiles as C++), for C engines and for bindings from
+ * Rust, Python (ctypes, cffi), Zig and others.
+ *
+ * A thin layer over the C++ API (baton/baton.hpp): every C function converts its arguments and
+ * calls the C++ function of the same name (baton_semaphore_signal is Semaphore::signal,
+ * baton_queue_submit is Queue::submit, ...), so semantics, validation, results and messages are
+ * the C++ ones. Each function below states its results and who owns what; the comment of the C++
+ * function has the full semantics. Messages name the C++ operation ("baton: Semaphore::signal:
+ * ..."), and baton_result_name gives the C++ enumerator name ("ErrorInvalidHandle").
+ *
+ * Conventions:
+ *  - Handles (baton_instance, baton_semaphore, ...) are non-owning 64-bit values naming an object
+ *    in baton's handle table, exactly what the C++ handles hold: pointers to incomplete structs
+ *    on 64-bit platforms (type checked, as Vulkan's non-dispatchable handles), uint64_t
+ *    elsewhere. BATON_NULL_HANDLE is null. They are never dereferenced; a handle of a destroyed
+ *    object makes calls return BATON_ERROR_INVALID_HANDLE, never crash. Objects made by a
+ *    baton_*_create_* call are owned by the caller and destroyed with baton_*_destroy; a parent
+ *    destroyed with live children destroys them too and returns BATON_ERROR_OBJECT_IN_USE.
+ *  - Create-info structs are plain structs. Initialise them with their BATON_*_INIT macro to get
+ *    the C++ defaults; a zero-initialised struct means what the same zeros mean in C++ (the only
+ *    differences from the defaults: backend_mask 0 loads only the host backend, queue_count 0 is
+ *    BATON_ERROR_INVALID_ARGUMENT). A null create-info pointer means the defaults. Create-infos
+ *    and their strings are read during the call only (strings are copied).
+ *  - Arrays are a pointer and a count; a null pointer with a non-zero count is
+ *    BATON_ERROR_INVALID_ARGUMENT. They are read during the call only.
+ *  - Results: >= 0 are not errors (BATON_SUCCESS, BATON_NOT_READY, BATON_TIMEOUT); every error
+ *    (< 0) comes with a message, from baton_last_error_message() on the calling thread and at the
+ *    instance's debug callback.
+ *  - No function blocks unless it says it waits; all are thread safe unless they say otherwise.
+ *    Nothing throws or longjmps.
+ *  - Callbacks (debug, host call, native) are C functions called from baton's threads; a host or
+ *    native callback returns a baton_result (an error fails its submission).
+ */
+#ifndef BATON_BATON_H_
+#define BATON_BATON_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Marks the functions the shared library exports (default visibility, so that they stay
+ * exported when the library is built with hidden visibility). */
+#if defined(__GNUC__) || defined(__clang__)
+#define BATON_C_EXPORT __attribute__((visibility("default")))
+#else
+#define BATON_C_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- handles -------------------------------------------------------------------------------- */
+
+#if UINTPTR_MAX == UINT64_MAX
+#define BATON_DEFINE_HANDLE(name) typedef struct name##_T* name;
+#ifdef __cplusplus
+#define BATON_NULL_HANDLE nullptr
+#else
+#define BATON_NULL_HANDLE ((void*)0)
+#endif
+#else
+#define BATON_DEFINE_HANDLE(name) typedef uint64_t name;
+#define BATON_NULL_HANDLE 0
+#endif
+
+BATON_DEFINE_HANDLE(baton_instance)
+BATON_DEFINE_HANDLE(baton_physical_device)
+BATON_DEFINE_HANDLE(baton_device)
+BATON_DEFINE_HANDLE(baton_queue)
+BATON_DEFINE_HANDLE(baton_semaphore)
+BATON_DEFINE_HANDLE(baton_command_buffer)
+BATON_DEFINE_HANDLE(baton_buffer)
+
+/* ---- results (baton/result.hpp) ------------------------------------------------------------- */
+
+/* The same values as baton::Result. */
+typedef enum baton_result {
+  BATON_SUCCESS = 0,
+  BATON_NOT_READY = 1, /* a poll (timeout 0 or a query) found the condition not yet met */
+  BATON_TIMEOUT = 2,   /* a wait with a finite timeout expired; not an error */
+
+  BATON_ERROR_INVALID_ARGUMENT = -1,     /* a field or argument is out of its documented range */
+  BATON_ERROR_INVALID_HANDLE = -2,       /* a null, destroyed, stale or wrong-type handle */
+  BATON_ERROR_DEVICE_MISMATCH = -3,      /* objects of different devices (or instances) */
+  BATON_ERROR_NON_INCREASING_VALUE = -4, /* a signal not greater than the semaphore's value */
+  BATON_ERROR_SEMAPHORE_FAILED = -5,     /* a waited semaphore failed; see the message */
+  BATON_ERROR_DEVICE_LOST = -6,          /* a sticky device fault */
+  BATON_ERROR_OUT_OF_HOST_MEMORY = -7,   /* a host allocation or handle slot failed */
+  BATON_ERROR_OUT_OF_DEVICE_MEMORY = -8, /* a device allocation failed */
+  BATON_ERROR_BACKEND_UNAVAILABLE = -9,  /* the backend's driver is absent or failed */
+  BATON_ERROR_NOT_SUPPORTED = -10,       /* the backend or device lacks the capability */
+  BATON_ERROR_HOST_CALL_FAILED = -11,    /* a host call or native callback returned an error */
+  BATON_ERROR_OBJECT_IN_USE = -12,       /* destroyed while in use; see each destroy */
+  BATON_ERROR_DRIVER = -13,              /* any other native driver error; see the message */
+  BATON_ERROR_INVALID_STATE = -14,       /* the object's state does not allow the call */
+  BATON_RESULT_MAX_ENUM = 0x7FFFFFFF     /* keeps the enum 32 bits wide */
+} baton_result;
+
+/* True for the error codes (< 0). */
+static inline bool baton_is_error(baton_result result) { return result < 0; }
+
+/* The C++ enumerator's name ("ErrorSemaphoreFailed", as messages print it); "Result(<n>)" for
+ * unknown values (from a per-thread buffer). Never null. Thread safe. */
+BATON_C_EXPORT const char* baton_result_name(baton_result result);
+
+/* The message of the most recent error returned to this thread by any baton call (C or C++), or
+ * "" when none. Owned by baton; valid until this thread's next baton call. Thread safe. */
+BATON_C_EXPORT const char* baton_last_error_message(void);
+
+/* ---- common types (baton/fwd.hpp) ----------------------------------------------------------- */
+
+/* A timeout meaning "never expire", for every timeout_ns. 0 polls. */
+#define BATON_WAIT_FOREVER UINT64_MAX
+
+typedef enum baton_backend_kind {
+  BATON_BACKEND_KIND_HOST = 0, /* CPU worker threads; always available */
+  BATON_BACKEND_KIND_CUDA = 1, /* NVIDIA CUDA driver API, loaded at run time */
+  BATON_BACKEND_KIND_HIP = 2,  /* AMD HIP runtime, loaded at run time */
+  BATON_BACKEND_KIND_MAX_ENUM = 0x7FFFFFFF
+} baton_backend_kind;
+#define BATON_BACKEND_KIND_COUNT 3u
+
+/* The bit of a backend in baton_instance_create_info::backend_mask. */
+#define BATON_BACKEND_BIT(kind) (1u << (kind))
+#define BATON_ALL_BACKENDS ((1u << BATON_BACKEND_KIND_COUNT) - 1u)
+
+/* "host", "cuda", "hip" ("unknown" otherwise). Never null; static storage. Thread safe. */
+BATON_C_EXPORT const char* baton_backend_name(baton_backend_kind kind);
+
+/* Host waits over several semaphores: satisfied when all, or any one, of the values is reached. */
+typedef enum baton_wait_mode {
+  BATON_WAIT_MODE_ALL = 0,
+  BATON_WAIT_MODE_ANY = 1,
+  BATON_WAIT_MODE_MAX_ENUM = 0x7FFFFFFF
+} baton_wait_mode;
+
+/* A {semaphore, value} pair: an entry of a host wait, or a submission's wait or signal. */
+typedef struct baton_semaphore_value {
+  baton_semaphore semaphore;
+  uint64_t value;
+} baton_semaphore_value;
+
+/* ---- instance (baton/instance.hpp) ---------------------------------------------------------- */
+
+typedef enum baton_message_severity {
+  BATON_MESSAGE_SEVERITY_INFO = 0,
+  BATON_MESSAGE_SEVERITY_WARNING = 1,
+  BATON_MESSAGE_SEVERITY_ERROR = 2,
+  BATON_MESSAGE_SEVERITY_MAX_ENUM = 0x7FFFFFFF
+} baton_message_severity;
+
+/* Receives every message baton reports for objects of the instance: each error a call returns
+ * (the text of baton_last_error_message()), warnings and information. `message` is valid during
+ * the call only. May be called from any thread, baton's worker threads included, concurrently;
+ * it must not call back into baton. */
+typedef void (*baton_debug_callback)(baton_message_severity severity, const char* message,
+                                     void* user_data);
+
+typedef struct baton_instance_create_info {
+  baton_debug_callback debug_callback; /* may be null */
+  void* debug_user_data;               /* passed to debug_callback; baton never touches it */
+  /* Backends to load, as BATON_BACKEND_BIT flags; the host backend is always loaded. */
+  uint32_t backend_mask;
+} baton_instance_create_info;
+#define BATON_INSTANCE_CREATE_INFO_INIT \
+  { NULL, NULL, BATON_ALL_BACKENDS }
+
+/* What baton_instance_enumerate_backends reports for each backend baton knows. */
+typedef struct baton_backend_info {
+  baton_backend_kind kind;
+  bool compiled;  /* built into this library */
+  bool available; /* compiled, asked for, and its driver loaded and initialised */
+  uint32_t device_count;
+  /* Why not available, or why an available backend has no devices; else "". */
+  char reason[512];
+} baton_backend_info;
+
+/* Creates an instance and loads the backends of info->backend_mask (info null: the defaults). A
+ * backend whose driver is missing is reported unavailable, which is not an error. Ownership: the
+ * caller owns *instance (destroy with baton_instance_destroy). Thread safe.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null instance, unknown mask bits),
+ * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::createInstance) */
+BATON_C_EXPORT baton_result baton_create_instance(const baton_instance_create_info* info,
+                                                  baton_instance* instance);
+
+/* Destroys the instance. Children still alive (devices, semaphores and what they own) are
+ * destroyed too, each reported through the debug callback, and the result is then
+ * BATON_ERROR_OBJECT_IN_USE; the instance is gone either way. Not to be called concurrently with
+ * other calls on the instance or its children.
+ * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_INVALID_STATE (called from a callback running on one of its devices; nothing
+ * changes). (Instance::destroy) */
+BATON_C_EXPORT baton_result baton_instance_destroy(baton_instance instance);
+
+/* Two-call enumeration of every backend baton knows: with infos null, writes the count to
+ * *count; otherwise fills up to *count entries (caller-owned array) and writes how many.
+ * Returns BATON_SUCCESS, BATON_NOT_READY (the array was too small; not an error),
+ * BATON_ERROR_INVALID_ARGUMENT (null count), BATON_ERROR_INVALID_HANDLE.
+ * (Instance::enumerateBackends) */
+BATON_C_EXPORT baton_result baton_instance_enumerate_backends(baton_instance instance,
+                                                              uint32_t* count,
+                                                              baton_backend_info* infos);
+
+/* Lists the physical devices of every available backend, host first (the same two-call idiom).
+ * The handles are owned by the instance and stay valid until it is destroyed.
+ * Returns BATON_SUCCESS, BATON_NOT_READY, BATON_ERROR_INVALID_ARGUMENT (null count),
+ * BATON_ERROR_INVALID_HANDLE. (Instance::enumeratePhysicalDevices) */
+BATON_C_EXPORT baton_result baton_instance_enumerate_physical_devices(
+    baton_instance instance, uint32_t* count, baton_physical_device* devices);
+
+typedef struct baton_semaphore_create_info {
+  uint64_t initial_value;
+  const char* debug_name; /* may be null; copied; names the semaphore in messages */
+} baton_semaphore_create_info;
+#define BATON_SEMAPHORE_CREATE_INFO_INIT \
+  { 0, NULL }
+
+/* Creates a timeline semaphore usable by every queue of every device of the instance and by the
+ * host (info null: initial value 0, no name). Ownership: the caller owns *semaphore (destroy with
+ * baton_semaphore_destroy). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null
+ * semaphore), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY.
+ * (Instance::createSemaphore) */
+BATON_C_EXPORT baton_result baton_instance_create_semaphore(baton_instance instance,
+                                                            const baton_semaphore_create_info* info,
+                                                            baton_semaphore* semaphore);
+
+/* The most entries one host wait accepts. */
+#define BATON_MAX_WAIT_COUNT 65536u
+
+/* Blocks the calling thread until all (BATON_WAIT_MODE_ALL) or any one (BATON_WAIT_MODE_ANY) of
+ * waits[0..wait_count) are reached, a waited semaphore fails, or timeout_ns passes (0 polls,
+ * BATON_WAIT_FOREVER never expires); sleeps while blocked. An empty list is satisfied at once.
+ * Any number of threads may wait at once.
+ * Returns BATON_SUCCESS, BATON_TIMEOUT (not an error), BATON_ERROR_SEMAPHORE_FAILED (the message
+ * has the first failure reason), BATON_ERROR_DEVICE_LOST, BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_INVALID_ARGUMENT (more than BATON_MAX_WAIT_COUNT entries, null waits with a
+ * non-zero count, an unknown mode), BATON_ERROR_DEVICE_MISMATCH (a semaphore of another
+ * instance). (Instance::waitSemaphores) */
+BATON_C_EXPORT baton_result baton_instance_wait_semaphores(baton_instance instance,
+                                                           const baton_semaphore_value* waits,
+                                                           size_t wait_count, baton_wait_mode mode,
+                                                           uint64_t timeout_ns);
+
+/* The most queues any device accepts (a physical device may accept fewer: max_queues). */
+#define BATON_MAX_QUEUES 64u
+
+typedef struct baton_device_create_info {
+  uint32_t queue_count;   /* 1..baton_physical_device_properties::max_queues */
+  const char* debug_name; /* may be null; copied; names the device in messages */
+} baton_device_create_info;
+#define BATON_DEVICE_CREATE_INFO_INIT \
+  { 1, NULL }
+
+/* Creates a logical device on one of the instance's physical devices (info null: one queue, no
+ * name). Ownership: the caller owns *device (destroy with baton_device_destroy).
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (queue_count 0 or above max_queues, null
+ * device), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_MISMATCH (a physical device of another
+ * instance), BATON_ERROR_BACKEND_UNAVAILABLE, BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_DRIVER.
+ * (Instance::createDevice) */
+BATON_C_EXPORT baton_result baton_instance_create_device(baton_instance instance,
+                                                         baton_physical_device physical_device,
+                                                         const baton_device_create_info* info,
+                                                         baton_device* device);
+
+/* ---- physical device (baton/physical_device.hpp) -------------------------------------------- */
+
+/* Capability bits of baton_physical_device_properties::capabilities. */
+#define BATON_CAPABILITY_DEVICE_MEMORY (UINT64_C(1) << 0)
+#define BATON_CAPABILITY_HOST_PINNED_MEMORY (UINT64_C(1) << 1)
+#define BATON_CAPABILITY_STREAM_ORDERED_ALLOC (UINT64_C(1) << 2)
+#define BATON_CAPABILITY_STREAM_MEM_OPS_64 (UINT64_C(1) << 3)
+#define BATON_CAPABILITY_NATIVE_TIMEPOINT_WAITS (UINT64_C(1) << 4)
+#define BATON_CAPABILITY_EXTERNAL_SEMAPHORE_TIMELINE_FD (UINT64_C(1) << 5)
+#define BATON_CAPABILITY_EXTERNAL_MEMORY_OPAQUE_FD (UINT64_C(1) << 6)
+#define BATON_CAPABILITY_HOST_MAPPED_DEVICE_MEMORY (UINT64_C(1) << 7)
+
+/* Writes the names of the set bits, comma-separated, into buffer (caller-owned; always
+ * NUL-terminated when capacity > 0). Returns the number of characters the full text needs.
+ * Thread safe. (baton::capabilityNames) */
+BATON_C_EXPORT size_t baton_capability_names(uint64_t capabilities, char* buffer, size_t capacity);
+
+typedef struct baton_physical_device_properties {
+  baton_backend_kind backend;
+  uint32_t ordinal; /* index among the backend's devices (the CUDA/HIP device ordinal) */
+  char name[256];
+  uint8_t uuid[16]; /* matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs */
+  char arch[64];    /* "sm_90", "gfx90a:sramecc+:xnack-"; "" on the host */
+  uint32_t compute_major;
+  uint32_t compute_minor;
+  uint64_t total_memory; /* bytes */
+  uint32_t max_queues;   /* the largest baton_device_create_info::queue_count accepted */
+  uint64_t capabilities; /* BATON_CAPABILITY_* bits */
+} baton_physical_device_properties;
+
+/* Writes the properties into *properties (caller-owned). The physical device is owned by its
+ * instance. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null properties),
+ * BATON_ERROR_INVALID_HANDLE. (PhysicalDevice::getProperties) */
+BATON_C_EXPORT baton_result baton_physical_device_get_properties(
+    baton_physical_device physical_device, baton_physical_device_properties* properties);
+
+/* ---- device (baton/device.hpp) -------------------------------------------------------------- */
+
+/* Destroys the device. Held submissions on its queues fail their signals; issued work is waited
+ * for. Command buffers and buffers still alive are destroyed too (reported through the debug
+ * callback; the result is then BATON_ERROR_OBJECT_IN_USE); the device is gone in every case. Not
+ * to be called concurrently with other calls on this device.
+ * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_INVALID_STATE (called from a callback running on its queues; nothing changes).
+ * (Device::destroy) */
+BATON_C_EXPORT baton_result baton_device_destroy(baton_device device);
+
+/* Writes queue `index` (0..queue count-1). Queues are owned by the device (never destroyed by
+ * the caller). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (index out of range, null
+ * queue), BATON_ERROR_INVALID_HANDLE. (Device::getQueue) */
+BATON_C_EXPORT baton_result baton_device_get_queue(baton_device device, uint32_t index,
+                                                   baton_queue* queue);
+
+/* Writes the number of queues. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
+ * BATON_ERROR_INVALID_HANDLE. (Device::getQueueCount) */
+BATON_C_EXPORT baton_result baton_device_get_queue_count(baton_device device, uint32_t* count);
+
+/* Writes the physical device the device was created on (owned by the instance).
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE.
+ * (Device::getPhysicalDevice) */
+BATON_C_EXPORT baton_result
+baton_device_get_physical_device(baton_device device, baton_physical_device* physical_device);
+
+/* Creates an empty command buffer for the device's queues. Ownership: the caller owns
+ * *command_buffer (destroy with baton_command_buffer_destroy). Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_LOST.
+ * (Device::createCommandBuffer) */
+BATON_C_EXPORT baton_result
+baton_device_create_command_buffer(baton_device device, baton_command_buffer* command_buffer);
+
+typedef enum baton_memory_kind {
+  BATON_MEMORY_KIND_DEVICE = 0,      /* device-local (host memory on the host backend) */
+  BATON_MEMORY_KIND_HOST_PINNED = 1, /* page-locked host memory the device can access */
+  BATON_MEMORY_KIND_MAX_ENUM = 0x7FFFFFFF
+} baton_memory_kind;
+
+typedef struct baton_buffer_create_info {
+  uint64_t size; /* bytes, > 0 */
+  baton_memory_kind memory;
+} baton_buffer_create_info;
+#define BATON_BUFFER_CREATE_INFO_INIT \
+  { 0, BATON_MEMORY_KIND_DEVICE }
+
+/* Allocates a buffer now (blocking; see baton_queue_alloca_buffer for queue-ordered allocation).
+ * info null means the defaults, whose size 0 is BATON_ERROR_INVALID_ARGUMENT. Ownership: the
+ * caller owns *buffer (destroy with baton_buffer_destroy).
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (size 0, an unknown memory kind, null
+ * buffer), BATON_ERROR_NOT_SUPPORTED (a memory kind the device lacks),
+ * BATON_ERROR_OUT_OF_DEVICE_MEMORY, BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_DEVICE_LOST,
+ * BATON_ERROR_INVALID_HANDLE. (Device::createBuffer) */
+BATON_C_EXPORT baton_result baton_device_create_buffer(baton_device device,
+                                                       const baton_buffer_create_info* info,
+                                                       baton_buffer* buffer);
+
+/* Waits for every queue of the device to be idle, or timeout_ns (BATON_WAIT_FOREVER: no limit).
+ * Returns what baton_queue_wait_idle returns. (Device::waitIdle) */
+BATON_C_EXPORT baton_result baton_device_wait_idle(baton_device device, uint64_t timeout_ns);
+
+/* baton_instance_wait_semaphores that also returns BATON_ERROR_DEVICE_LOST when this device is
+ * lost. (Device::waitSemaphores) */
+BATON_C_EXPORT baton_result baton_device_wait_semaphores(baton_device device,
+                                                         const baton_semaphore_value* waits,
+                                                         size_t wait_count, baton_wait_mode mode,
+                                                         uint64_t timeout_ns);
+
+/* ---- queue (baton/queue.hpp) ---------------------------------------------------------------- */
+
+/* The most submit infos one submit accepts, and the most entries of each list of one. */
+#define BATON_MAX_SUBMIT_INFOS 4096u
+#define BATON_MAX_SUBMIT_ENTRIES 4096u
+
+/* One batch, as in vkQueueSubmit2: it runs after every wait is satisfied, executes the command
+ * buffers in order, then signals every signal. Wait-before-signal is allowed. */
+typedef struct baton_submit_info {
+  const baton_semaphore_value* waits;
+  size_t wait_count;
+  const baton_command_buffer* command_buffers;
+  size_t command_buffer_count;
+  const baton_semaphore_value* signals;
+  size_t signal_count;
+} baton_submit_info;
+
+/* Submits submits[0..submit_count) in order. Never blocks on their waits: a batch whose waits
+ * are not met is held (with everything behind it on this queue) and released as soon as they
+ * can be met; on a GPU backend it may wait for room when ~1024 released batches are queued. If
+ * a waited semaphore fails, the batch does not run and its signals fail. All-or-nothing: on an
+ * error nothing is submitted. Ownership: the caller keeps the command buffers and semaphores
+ * (pending work references them, so destroying them afterwards is safe) and the arrays. Several
+ * threads may submit to one queue.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE, BATON_ERROR_INVALID_ARGUMENT (an over-long
+ * list, a null array with a non-zero count), BATON_ERROR_INVALID_STATE (a command buffer without
+ * an ended recording), BATON_ERROR_DEVICE_MISMATCH (a command buffer of another device, a
+ * semaphore of another instance), BATON_ERROR_NON_INCREASING_VALUE (a signal not above the
+ * semaphore's value), BATON_ERROR_DEVICE_LOST. (Queue::submit) */
+BATON_C_EXPORT baton_result baton_queue_submit(baton_queue queue, const baton_submit_info* submits,
+                                               size_t submit_count);
+
+/* Queue-ordered allocation: creates *buffer now, its memory allocated in queue order once the
+ * waits are met, before the signals are signalled; use it only in work ordered after the
+ * signals. Never waits for the waits. Ownership: the caller owns *buffer; release it with
+ * baton_queue_dealloca_buffer (or baton_buffer_destroy).
+ * Returns what baton_queue_submit returns, plus BATON_ERROR_NOT_SUPPORTED (no stream-ordered
+ * allocation, a memory kind the device lacks), BATON_ERROR_INVALID_ARGUMENT (size 0, so also a
+ * null info; an unknown memory kind; null buffer) and BATON_ERROR_OUT_OF_DEVICE_MEMORY.
+ * (Queue::allocaBuffer) */
+BATON_C_EXPORT baton_result baton_queue_alloca_buffer(baton_queue queue,
+                                                      const baton_semaphore_value* waits,
+                                                      size_t wait_count,
+                                                      const baton_buffer_create_info* info,
+                                                      const baton_semaphore_value* signals,
+                                                      size_t signal_count, baton_buffer* buffer);
+
+/* Queue-ordered free of a buffer made by baton_queue_alloca_buffer: its memory is returned in
+ * queue order after the waits, then the signals are signalled. Ownership: success consumes the
+ * handle; an error consumes nothing (the buffer is still the caller's).
+ * Returns what baton_queue_submit returns, plus BATON_ERROR_INVALID_HANDLE (a null or destroyed
+ * buffer), BATON_ERROR_INVALID_ARGUMENT (a buffer not made by alloca: use baton_buffer_destroy),
+ * BATON_ERROR_DEVICE_MISMATCH (a buffer of another device). (Queue::deallocaBuffer) */
+BATON_C_EXPORT baton_result baton_queue_dealloca_buffer(baton_queue queue,
+                                                        const baton_semaphore_value* waits,
+                                                        size_t wait_count, baton_buffer buffer,
+                                                        const baton_semaphore_value* signals,
+                                                        size_t signal_count);
+
+/* Blocks until every batch submitted to the queue before the call has finished (held batches
+ * count as unfinished), or timeout_ns passes (BATON_WAIT_FOREVER: no limit).
+ * Returns BATON_SUCCESS, BATON_TIMEOUT, BATON_ERROR_DEVICE_LOST, BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_INVALID_STATE (at once, from a callback running on a queue of this device).
+ * (Queue::waitIdle) */
+BATON_C_EXPORT baton_result baton_queue_wait_idle(baton_queue queue, uint64_t timeout_ns);
+
+/* Writes the device that owns the queue. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+ * (null), BATON_ERROR_INVALID_HANDLE. (Queue::getDevice) */
+BATON_C_EXPORT baton_result baton_queue_get_device(baton_queue queue, baton_device* device);
+
+/* ---- semaphore (baton/semaphore.hpp) -------------------------------------------------------- */
+
+/* Destroys the semaphore handle. If pending work still uses it, the semaphore is failed
+ * ("destroyed while pending work used it") so its waiters return, and the result is
+ * BATON_ERROR_OBJECT_IN_USE; the handle is invalid afterwards in every case.
+ * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE.
+ * (Semaphore::destroy) */
+BATON_C_EXPORT baton_result baton_semaphore_destroy(baton_semaphore semaphore);
+
+/* Writes the current value. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED (*value is still
+ * written: the last value reached), BATON_ERROR_INVALID_ARGUMENT (null value),
+ * BATON_ERROR_INVALID_HANDLE. (Semaphore::getValue) */
+BATON_C_EXPORT baton_result baton_semaphore_get_value(baton_semaphore semaphore, uint64_t* value);
+
+/* Signals `value` from the host, waking host waiters and releasing submissions that wait for it.
+ * Returns BATON_SUCCESS, BATON_ERROR_NON_INCREASING_VALUE (value <= current value; nothing
+ * changes), BATON_ERROR_SEMAPHORE_FAILED (already failed), BATON_ERROR_INVALID_HANDLE.
+ * (Semaphore::signal) */
+BATON_C_EXPORT baton_result baton_semaphore_signal(baton_semaphore semaphore, uint64_t value);
+
+/* Fails the semaphore with `reason` (copied; null gives "failed by the host"); the first failure
+ * wins. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED or BATON_ERROR_DEVICE_LOST (already
+ * failed: that failure's own result; nothing changes), BATON_ERROR_INVALID_HANDLE.
+ * (Semaphore::fail) */
+BATON_C_EXPORT baton_result baton_semaphore_fail(baton_semaphore semaphore, const char* reason);
+
+/* Writes the first failure reason into buffer (caller-owned; NUL-terminated, truncated to
+ * capacity), or "" when the semaphore has not failed. Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_ARGUMENT (null buffer, capacity 0; nothing written),
+ * BATON_ERROR_INVALID_HANDLE. (Semaphore::getFailureReason) */
+BATON_C_EXPORT baton_result baton_semaphore_get_failure_reason(baton_semaphore semaphore,
+                                                               char* buffer, size_t capacity);
+
+/* Host wait for one value; baton_instance_wait_semaphores with a single entry (the same
+ * results). (Semaphore::wait) */
+BATON_C_EXPORT baton_result baton_semaphore_wait(baton_semaphore semaphore, uint64_t value,
+                                                 uint64_t timeout_ns);
+
+/* ---- command buffer (baton/command_buffer.hpp) ---------------------------------------------- */
+
+/* Recording (begin, the commands, end) is not thread safe: one thread at a time per command
+ * buffer. A submission keeps the recording it was given, so begin may re-record while earlier
+ * submissions are pending. */
+
+/* The most bytes one baton_command_buffer_update_buffer records. */
+#define BATON_MAX_UPDATE_SIZE 65536u
+
+/* Runs on the host, in queue order, when a submission reaches it; an error result fails the
+ * submission (its signals fail; later commands of it do not run). It must not block on work
+ * queued behind it, nor call the native driver's stream API. What it may call of baton: see
+ * baton::HostCallback (command_buffer.hpp); waits that would wait for its own device return
+ * BATON_ERROR_INVALID_STATE. */
+typedef baton_result (*baton_host_callback)(void* user_data);
+
+/* The backend's native queue, handed to native callbacks at execution time. */
+typedef struct baton_native_queue {
+  baton_backend_kind backend;
+  void* stream; /* CUstream / hipStream_t; null on the host backend */
+  int32_t device_ordinal;
+  uint32_t queue_index;
+} baton_native_queue;
+
+/* Runs on a host thread when the submission is issued, in queue order, with the native stream
+ * (*queue is valid during the call only): enqueue work there and return; never block on other
+ * baton work. On the host backend it runs on the queue's worker and its own work is the work.
+ * An error result fails the submission. See baton::NativeCallback. */
+typedef baton_result (*baton_native_callback)(const baton_native_queue* queue, void* user_data);
+
+/* Destroys the command buffer; pending submissions keep their recording.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::destroy) */
+BATON_C_EXPORT baton_result baton_command_buffer_destroy(baton_command_buffer command_buffer);
+
+/* Starts a new recording, discarding the previous one (pending submissions keep theirs).
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::begin) */
+BATON_C_EXPORT baton_result baton_command_buffer_begin(baton_command_buffer command_buffer);
+
+/* Ends the recording; only ended command buffers can be submitted. Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_STATE (not recording), BATON_ERROR_INVALID_HANDLE. (CommandBuffer::end) */
+BATON_C_EXPORT baton_result baton_command_buffer_end(baton_command_buffer command_buffer);
+
+/* Each recording call returns BATON_SUCCESS, BATON_ERROR_INVALID_STATE (not between begin and
+ * end), BATON_ERROR_INVALID_HANDLE (the command buffer or a buffer), BATON_ERROR_DEVICE_MISMATCH
+ * (a buffer of another device), BATON_ERROR_INVALID_ARGUMENT (a range outside a buffer, size 0,
+ * null data or callback, or a break of the call's own rule). A rejected call records nothing.
+ * The buffers stay the caller's; the recording keeps their memory alive while it is pending. */
+
+/* Copies `size` bytes; the ranges may share a buffer but must not overlap.
+ * (CommandBuffer::copyBuffer) */
+BATON_C_EXPORT baton_result baton_command_buffer_copy_buffer(baton_command_buffer command_buffer,
+                                                             baton_buffer src, uint64_t src_offset,
+                                                             baton_buffer dst, uint64_t dst_offset,
+                                                             uint64_t size);
+
+/* Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
+ * (CommandBuffer::fillBuffer) */
+BATON_C_EXPORT baton_result baton_command_buffer_fill_buffer(baton_command_buffer command_buffer,
+                                                             baton_buffer dst, uint64_t offset,
+                                                             uint64_t size, uint32_t pattern);
+
+/* Writes `size` (<= BATON_MAX_UPDATE_SIZE) bytes of `data` at offset; data is copied now (the
+ * caller keeps it). (CommandBuffer::updateBuffer) */
+BATON_C_EXPORT baton_result baton_command_buffer_update_buffer(baton_command_buffer command_buffer,
+                                                               baton_buffer dst, uint64_t offset,
+                                                               uint64_t size, const void* data);
+
+/* Records a host callback; user_data stays the caller's and must stay valid until every
+ * submission of the recording has run it. (CommandBuffer::hostCall) */
+BATON_C_EXPORT baton_result baton_command_buffer_host_call(baton_command_buffer command_buffer,
+                                                           baton_host_callback callback,
+                                                           void* user_data);
+
+/* Records a native callback; user_data as for baton_command_buffer_host_call.
+ * (CommandBuffer::native) */
+BATON_C_EXPORT baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
+                                                        baton_native_callback callback,
+                                                        void* user_data);
+
+/* ---- buffer (baton/buffer.hpp) -------------------------------------------------------------- */
+
+/* Destroys the buffer handle; command buffers recorded with it keep its memory alive until their
+ * pending submissions finish. Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE.
+ * (Buffer::destroy) */
+BATON_C_EXPORT baton_result baton_buffer_destroy(baton_buffer buffer);
+
+/* Writes the size in bytes. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
+ * BATON_ERROR_INVALID_HANDLE. (Buffer::getSize) */
+BATON_C_EXPORT baton_result baton_buffer_get_size(baton_buffer buffer, uint64_t* size);
+
+/* Writes a host pointer to the memory, owned by the buffer and valid until it is destroyed;
+ * order host access against device work with semaphores. Returns BATON_SUCCESS, BATON_NOT_READY
+ * (an alloca buffer whose allocation has not run yet; *host_pointer is null),
+ * BATON_ERROR_NOT_SUPPORTED (device memory the host cannot map), BATON_ERROR_INVALID_ARGUMENT
+ * (null), BATON_ERROR_INVALID_HANDLE. (Buffer::map) */
+BATON_C_EXPORT baton_result baton_buffer_map(baton_buffer buffer, void** host_pointer);
+
+/* Writes the address device code uses (a CUdeviceptr on CUDA, the host address on the host
+ * backend). Returns BATON_SUCCESS, BATON_NOT_READY (an alloca buffer not yet allocated;
+ * *address is 0), BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE.
+ * (Buffer::getDeviceAddress) */
+BATON_C_EXPORT baton_result baton_buffer_get_device_address(baton_buffer buffer, uint64_t* address);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+/* The C types have the sizes the ABI above assumes (an -fshort-enums build would break it). */
+#ifdef __cplusplus
+#define BATON_C_STATIC_ASSERT(expr, message) static_assert(expr, message)
+#else
+#define BATON_C_STATIC_ASSERT(expr, message) _Static_assert(expr, message)
+#endif
+BATON_C_STATIC_ASSERT(sizeof(baton_result) == 4, "baton_result must be 32 bits");
+BATON_C_STATIC_ASSERT(sizeof(baton_backend_kind) == 4, "baton_backend_kind must be 32 bits");
+BATON_C_STATIC_ASSERT(sizeof(baton_semaphore) == 8, "baton handles must be 64 bits");
+
+#endif /* BATON_BATON_H_ */

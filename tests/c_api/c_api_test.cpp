@@ -1,0 +1,432 @@
+// The C API (baton/baton.h): the C scenarios of c_api_flow.c, the layouts the C layer hands to
+// C++ in place, and bad input given to the C and the C++ function side by side: the same result
+// and the same message (the C layer adds no semantics of its own).
+#include <baton/baton.h>
+#include <gtest/gtest.h>
+
+#include <baton/baton.hpp>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "c_api_flow.h"
+
+namespace {
+
+// ---- the C scenarios ----------------------------------------------------------------------------
+
+#define RUN_C_FLOW(name)                                     \
+  TEST(CApiFlow, name) {                                     \
+    char why[2048] = "";                                     \
+    EXPECT_EQ(c_api_flow_##name(why, sizeof why), 0) << why; \
+  }
+
+RUN_C_FLOW(enumerate)
+RUN_C_FLOW(semaphores)
+RUN_C_FLOW(submit)
+RUN_C_FLOW(buffers)
+RUN_C_FLOW(bad_input)
+
+// ---- layouts ------------------------------------------------------------------------------------
+
+// c_api.cpp hands baton_submit_info arrays to Queue::submit as SubmitInfo arrays; it checks the
+// sizes and offsets at compile time, but a Span's members are private: check their order here.
+TEST(CApiLayout, SubmitInfoIsPointerThenCount) {
+  baton_semaphore_value values[3] = {};
+  baton_command_buffer commands[2] = {};
+  baton_submit_info c = {values, 3, commands, 2, values + 1, 1};
+  baton::SubmitInfo cpp;
+  static_assert(sizeof c == sizeof cpp);
+  std::memcpy(static_cast<void*>(&cpp), &c, sizeof c);
+  EXPECT_EQ(static_cast<const void*>(cpp.waits.data()), static_cast<const void*>(values));
+  EXPECT_EQ(cpp.waits.size(), 3u);
+  EXPECT_EQ(static_cast<const void*>(cpp.commandBuffers.data()),
+            static_cast<const void*>(commands));
+  EXPECT_EQ(cpp.commandBuffers.size(), 2u);
+  EXPECT_EQ(static_cast<const void*>(cpp.signals.data()), static_cast<const void*>(values + 1));
+  EXPECT_EQ(cpp.signals.size(), 1u);
+}
+
+TEST(CApiLayout, HandlesHoldTheCppValue) {
+  baton::Semaphore cpp(0x1234'0000'0042ull);
+  baton_semaphore c;
+  static_assert(sizeof c == sizeof cpp);
+  std::memcpy(static_cast<void*>(&c), &cpp, sizeof c);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c), 0x1234'0000'0042ull);
+}
+
+// The BATON_*_INIT macros are the C++ defaults.
+TEST(CApiDefaults, InitMacrosAreTheCppDefaults) {
+  const baton::InstanceCreateInfo instance;
+  const baton_instance_create_info cInstance = c_api_default_instance_create_info();
+  EXPECT_EQ(cInstance.debug_callback, nullptr);
+  EXPECT_EQ(cInstance.debug_user_data, instance.debugUserData);
+  EXPECT_EQ(cInstance.backend_mask, instance.backendMask);
+  const baton::SemaphoreCreateInfo semaphore;
+  const baton_semaphore_create_info cSemaphore = c_api_default_semaphore_create_info();
+  EXPECT_EQ(cSemaphore.initial_value, semaphore.initialValue);
+  EXPECT_EQ(cSemaphore.debug_name, semaphore.debugName);
+  const baton::DeviceCreateInfo device;
+  const baton_device_create_info cDevice = c_api_default_device_create_info();
+  EXPECT_EQ(cDevice.queue_count, device.queueCount);
+  EXPECT_EQ(cDevice.debug_name, device.debugName);
+  const baton::BufferCreateInfo buffer;
+  const baton_buffer_create_info cBuffer = c_api_default_buffer_create_info();
+  EXPECT_EQ(cBuffer.size, buffer.size);
+  EXPECT_EQ(static_cast<uint32_t>(cBuffer.memory), static_cast<uint32_t>(buffer.memory));
+}
+
+TEST(CApiNames, MatchTheCppNames) {
+  for (int32_t r = -16; r <= 3; ++r)
+    EXPECT_STREQ(baton_result_name(static_cast<baton_result>(r)),
+                 baton::resultName(static_cast<baton::Result>(r)));
+  for (uint32_t k = 0; k <= BATON_BACKEND_KIND_COUNT; ++k)
+    EXPECT_STREQ(baton_backend_name(static_cast<baton_backend_kind>(k)),
+                 baton::backendName(static_cast<baton::BackendKind>(k)));
+  char c[128], cpp[128];
+  EXPECT_EQ(baton_capability_names(~0ull, c, sizeof c),
+            baton::capabilityNames(~0ull, cpp, sizeof cpp));
+  EXPECT_STREQ(c, cpp);
+  EXPECT_FALSE(baton_is_error(BATON_TIMEOUT));
+  EXPECT_TRUE(baton_is_error(BATON_ERROR_INVALID_STATE));
+}
+
+// ---- bad input, C and C++ side by side ----------------------------------------------------------
+
+template <class C, class Cpp>
+C toC(Cpp handle) {
+  if constexpr (std::is_pointer_v<C>) {
+    return reinterpret_cast<C>(static_cast<uintptr_t>(handle.raw()));
+  } else {
+    return handle.raw();
+  }
+}
+
+// Runs the C call, then the C++ call, each after a sentinel error so that a message that did not
+// change is noticed; both must return `expected` with the same message.
+#define EXPECT_SAME(expected, cCall, cppCall)                                      \
+  do {                                                                             \
+    (void)baton::Queue(0xdead).waitIdle(0);                                        \
+    const std::string sentinel = baton::lastErrorMessage();                        \
+    const baton_result cResult = (cCall);                                          \
+    const std::string cMessage = baton_last_error_message();                       \
+    (void)baton::Queue(0xdead).waitIdle(0);                                        \
+    const baton::Result cppResult = (cppCall);                                     \
+    const std::string cppMessage = baton::lastErrorMessage();                      \
+    EXPECT_EQ(baton::resultName(static_cast<baton::Result>(cResult)),              \
+              std::string(baton::resultName(expected)))                            \
+        << #cCall << ": " << cMessage;                                             \
+    EXPECT_EQ(static_cast<int>(cResult), static_cast<int>(cppResult)) << #cppCall; \
+    EXPECT_EQ(cMessage, cppMessage) << #cCall << " vs " << #cppCall;               \
+    if (baton::isError(expected)) {                                                \
+      EXPECT_NE(cMessage, sentinel) << #cCall << " (no message)";                  \
+    }                                                                              \
+  } while (0)
+
+using baton::Result;
+
+class CApiBadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(baton::createInstance({}, &instance_), Result::Success);
+    uint32_t count = 1;
+    ASSERT_FALSE(baton::isError(instance_.enumeratePhysicalDevices(&count, &physical_)));
+    ASSERT_EQ(instance_.createDevice(physical_, {2, "a"}, &deviceA_), Result::Success);
+    ASSERT_EQ(instance_.createDevice(physical_, {1, "b"}, &deviceB_), Result::Success);
+    ASSERT_EQ(deviceA_.getQueue(0, &queue_), Result::Success);
+    ASSERT_EQ(instance_.createSemaphore({0, "s"}, &semaphore_), Result::Success);
+    ASSERT_EQ(deviceA_.createCommandBuffer(&commands_), Result::Success);
+    ASSERT_EQ(deviceB_.createCommandBuffer(&commandsB_), Result::Success);
+    ASSERT_EQ(deviceA_.createBuffer({64}, &buffer_), Result::Success);
+    ASSERT_EQ(instance_.createSemaphore({}, &destroyedSemaphore_), Result::Success);
+    ASSERT_EQ(destroyedSemaphore_.destroy(), Result::Success);
+    ASSERT_EQ(deviceA_.createBuffer({64}, &destroyedBuffer_), Result::Success);
+    ASSERT_EQ(destroyedBuffer_.destroy(), Result::Success);
+  }
+  void TearDown() override { (void)instance_.destroy(); }
+
+  baton::Instance instance_;
+  baton::PhysicalDevice physical_;
+  baton::Device deviceA_, deviceB_;
+  baton::Queue queue_;
+  baton::Semaphore semaphore_, destroyedSemaphore_;
+  baton::CommandBuffer commands_, commandsB_;
+  baton::Buffer buffer_, destroyedBuffer_;
+};
+
+baton_result cHostCall(void*) { return BATON_SUCCESS; }
+Result cppHostCall(void*) { return Result::Success; }
+
+TEST_F(CApiBadInput, NullHandles) {
+  const baton_instance nullInstance = BATON_NULL_HANDLE;
+  const baton::Instance nullInstanceCpp;
+  uint32_t count = 0;
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_instance_destroy(nullInstance),
+              nullInstanceCpp.destroy());
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_instance_enumerate_backends(nullInstance, &count, nullptr),
+              nullInstanceCpp.enumerateBackends(&count, nullptr));
+  baton_semaphore s;
+  baton::Semaphore sCpp;
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_instance_create_semaphore(nullInstance, nullptr, &s),
+              nullInstanceCpp.createSemaphore({}, &sCpp));
+  baton_physical_device_properties properties;
+  baton::PhysicalDeviceProperties propertiesCpp;
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_physical_device_get_properties(BATON_NULL_HANDLE, &properties),
+              baton::PhysicalDevice().getProperties(&propertiesCpp));
+  baton_queue q;
+  baton::Queue qCpp;
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_device_get_queue(BATON_NULL_HANDLE, 0, &q),
+              baton::Device().getQueue(0, &qCpp));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_device_wait_idle(BATON_NULL_HANDLE, 0),
+              baton::Device().waitIdle(0));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_queue_submit(BATON_NULL_HANDLE, nullptr, 0),
+              baton::Queue().submit({}));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_queue_wait_idle(BATON_NULL_HANDLE, 0),
+              baton::Queue().waitIdle(0));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_semaphore_signal(BATON_NULL_HANDLE, 1),
+              baton::Semaphore().signal(1));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_semaphore_wait(BATON_NULL_HANDLE, 1, 0),
+              baton::Semaphore().wait(1, 0));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_semaphore_fail(BATON_NULL_HANDLE, nullptr),
+              baton::Semaphore().fail(nullptr));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_command_buffer_begin(BATON_NULL_HANDLE),
+              baton::CommandBuffer().begin());
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_command_buffer_host_call(BATON_NULL_HANDLE, cHostCall, nullptr),
+              baton::CommandBuffer().hostCall(cppHostCall, nullptr));
+  void* pointer = nullptr;
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_buffer_map(BATON_NULL_HANDLE, &pointer),
+              baton::Buffer().map(&pointer));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_buffer_destroy(BATON_NULL_HANDLE),
+              baton::Buffer().destroy());
+}
+
+TEST_F(CApiBadInput, DestroyedAndWrongTypeHandles) {
+  const auto s = toC<baton_semaphore>(destroyedSemaphore_);
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_semaphore_signal(s, 1),
+              destroyedSemaphore_.signal(1));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_semaphore_destroy(s),
+              destroyedSemaphore_.destroy());
+  const baton_semaphore_value wait = {s, 1};
+  const baton::SemaphoreValue waitCpp{destroyedSemaphore_, 1};
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_instance_wait_semaphores(toC<baton_instance>(instance_), &wait, 1,
+                                             BATON_WAIT_MODE_ALL, 0),
+              instance_.waitSemaphores(waitCpp, baton::WaitMode::All, 0));
+  const baton_submit_info submit = {nullptr, 0, nullptr, 0, &wait, 1};
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_queue_submit(toC<baton_queue>(queue_), &submit, 1),
+              queue_.submit(baton::SubmitInfo{{}, {}, waitCpp}));
+  void* pointer = nullptr;
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_buffer_map(toC<baton_buffer>(destroyedBuffer_), &pointer),
+              destroyedBuffer_.map(&pointer));
+  ASSERT_EQ(commands_.begin(), Result::Success);
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_command_buffer_fill_buffer(toC<baton_command_buffer>(commands_),
+                                               toC<baton_buffer>(destroyedBuffer_), 0, 4, 0),
+              commands_.fillBuffer(destroyedBuffer_, 0, 4, 0));
+  // A semaphore's handle where a buffer belongs (a binding can do this; C needs a cast).
+  const baton::Buffer wrongType(semaphore_.raw());
+  uint64_t size = 0;
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_buffer_get_size(toC<baton_buffer>(wrongType), &size), wrongType.getSize(&size));
+}
+
+TEST_F(CApiBadInput, NullOutputsAndArrays) {
+  const auto instance = toC<baton_instance>(instance_);
+  const auto device = toC<baton_device>(deviceA_);
+  const auto queue = toC<baton_queue>(queue_);
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_create_instance(nullptr, nullptr),
+              baton::createInstance({}, nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_instance_enumerate_physical_devices(instance, nullptr, nullptr),
+              instance_.enumeratePhysicalDevices(nullptr, nullptr));
+  baton_backend_info infos[1];
+  baton::BackendInfo infosCpp[1];
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_instance_enumerate_backends(instance, nullptr, infos),
+              instance_.enumerateBackends(nullptr, infosCpp));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_instance_create_semaphore(instance, nullptr, nullptr),
+              instance_.createSemaphore({}, nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_physical_device_get_properties(toC<baton_physical_device>(physical_), nullptr),
+              physical_.getProperties(nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_get_queue(device, 0, nullptr),
+              deviceA_.getQueue(0, nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_get_queue_count(device, nullptr),
+              deviceA_.getQueueCount(nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_create_command_buffer(device, nullptr),
+              deviceA_.createCommandBuffer(nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_semaphore_get_value(toC<baton_semaphore>(semaphore_), nullptr),
+              semaphore_.getValue(nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_semaphore_get_failure_reason(toC<baton_semaphore>(semaphore_), nullptr, 8),
+              semaphore_.getFailureReason(nullptr, 8));
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_buffer_map(toC<baton_buffer>(buffer_), nullptr),
+              buffer_.map(nullptr));
+  // Null arrays with counts, and counts above the limits (nothing is read past the count check).
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_queue_submit(queue, nullptr, 2),
+              queue_.submit(baton::Span<const baton::SubmitInfo>(nullptr, 2)));
+  const baton_submit_info one = {};
+  const baton::SubmitInfo oneCpp;
+  EXPECT_SAME(
+      Result::ErrorInvalidArgument, baton_queue_submit(queue, &one, BATON_MAX_SUBMIT_INFOS + 1),
+      queue_.submit(baton::Span<const baton::SubmitInfo>(&oneCpp, baton::kMaxSubmitInfos + 1)));
+  const baton_submit_info nullWaits = {nullptr, 3, nullptr, 0, nullptr, 0};
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_queue_submit(queue, &nullWaits, 1),
+              queue_.submit(
+                  baton::SubmitInfo{baton::Span<const baton::SemaphoreValue>(nullptr, 3), {}, {}}));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_instance_wait_semaphores(instance, nullptr, 1, BATON_WAIT_MODE_ANY, 0),
+              instance_.waitSemaphores(baton::Span<const baton::SemaphoreValue>(nullptr, 1),
+                                       baton::WaitMode::Any, 0));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_device_wait_semaphores(device, nullptr, BATON_MAX_WAIT_COUNT + 1,
+                                           BATON_WAIT_MODE_ALL, 0),
+              deviceA_.waitSemaphores(
+                  baton::Span<const baton::SemaphoreValue>(nullptr, baton::kMaxWaitCount + 1),
+                  baton::WaitMode::All, 0));
+}
+
+TEST_F(CApiBadInput, ValuesAndEnums) {
+  const auto instance = toC<baton_instance>(instance_);
+  const auto device = toC<baton_device>(deviceA_);
+  const auto semaphore = toC<baton_semaphore>(semaphore_);
+  baton_instance_create_info badMask = BATON_INSTANCE_CREATE_INFO_INIT;
+  badMask.backend_mask = 0x80;
+  baton_instance created;
+  baton::Instance createdCpp;
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_create_instance(&badMask, &created),
+              baton::createInstance({nullptr, nullptr, 0x80}, &createdCpp));
+  const baton_semaphore_value wait = {semaphore, 1};
+  const baton::SemaphoreValue waitCpp{semaphore_, 1};
+  EXPECT_SAME(
+      Result::ErrorInvalidArgument,
+      baton_instance_wait_semaphores(instance, &wait, 1, static_cast<baton_wait_mode>(5), 0),
+      instance_.waitSemaphores(waitCpp, static_cast<baton::WaitMode>(5), 0));
+  EXPECT_SAME(Result::Timeout,
+              baton_instance_wait_semaphores(instance, &wait, 1, BATON_WAIT_MODE_ALL, 0),
+              instance_.waitSemaphores(waitCpp, baton::WaitMode::All, 0));
+  baton_buffer buffer;
+  baton::Buffer bufferCpp;
+  const baton_buffer_create_info badKind = {16, static_cast<baton_memory_kind>(9)};
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_create_buffer(device, &badKind, &buffer),
+              deviceA_.createBuffer({16, static_cast<baton::MemoryKind>(9)}, &bufferCpp));
+  // A null create-info is the C++ default: size 0.
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_create_buffer(device, nullptr, &buffer),
+              deviceA_.createBuffer({}, &bufferCpp));
+  baton_device_create_info noQueues = BATON_DEVICE_CREATE_INFO_INIT;
+  noQueues.queue_count = 0;
+  baton_device createdDevice;
+  baton::Device createdDeviceCpp;
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_instance_create_device(instance, toC<baton_physical_device>(physical_),
+                                           &noQueues, &createdDevice),
+              instance_.createDevice(physical_, {0}, &createdDeviceCpp));
+  baton_queue queue;
+  baton::Queue queueCpp;
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_get_queue(device, 2, &queue),
+              deviceA_.getQueue(2, &queueCpp));
+  ASSERT_EQ(semaphore_.signal(3), Result::Success);
+  EXPECT_SAME(Result::ErrorNonIncreasingValue, baton_semaphore_signal(semaphore, 3),
+              semaphore_.signal(3));
+  const baton_semaphore_value stale = {semaphore, 2};
+  const baton_submit_info submit = {nullptr, 0, nullptr, 0, &stale, 1};
+  EXPECT_SAME(Result::ErrorNonIncreasingValue,
+              baton_queue_submit(toC<baton_queue>(queue_), &submit, 1),
+              queue_.submit(baton::SubmitInfo{{}, {}, baton::SemaphoreValue{semaphore_, 2}}));
+}
+
+TEST_F(CApiBadInput, StateMismatchAndFailure) {
+  const auto queue = toC<baton_queue>(queue_);
+  const auto commands = toC<baton_command_buffer>(commands_);
+  const auto buffer = toC<baton_buffer>(buffer_);
+  EXPECT_SAME(Result::ErrorInvalidState, baton_command_buffer_end(commands), commands_.end());
+  EXPECT_SAME(Result::ErrorInvalidState,
+              baton_command_buffer_fill_buffer(commands, buffer, 0, 4, 1),
+              commands_.fillBuffer(buffer_, 0, 4, 1));
+  const baton_submit_info unended = {nullptr, 0, &commands, 1, nullptr, 0};
+  EXPECT_SAME(Result::ErrorInvalidState, baton_queue_submit(queue, &unended, 1),
+              queue_.submit(baton::SubmitInfo{{}, commands_, {}}));
+  ASSERT_EQ(commands_.begin(), Result::Success);
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_command_buffer_copy_buffer(commands, buffer, 0, buffer, 8, 16),
+              commands_.copyBuffer(buffer_, 0, buffer_, 8, 16));  // overlapping
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_command_buffer_update_buffer(commands, buffer, 0, 8, nullptr),
+              commands_.updateBuffer(buffer_, 0, 8, nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_command_buffer_native(commands, nullptr, nullptr),
+              commands_.native(nullptr, nullptr));
+
+  // Objects of another device.
+  const auto commandsB = toC<baton_command_buffer>(commandsB_);
+  ASSERT_EQ(commandsB_.begin(), Result::Success);
+  EXPECT_SAME(Result::ErrorDeviceMismatch,
+              baton_command_buffer_fill_buffer(commandsB, buffer, 0, 4, 1),
+              commandsB_.fillBuffer(buffer_, 0, 4, 1));
+  ASSERT_EQ(commandsB_.end(), Result::Success);
+  const baton_submit_info otherDevice = {nullptr, 0, &commandsB, 1, nullptr, 0};
+  EXPECT_SAME(Result::ErrorDeviceMismatch, baton_queue_submit(queue, &otherDevice, 1),
+              queue_.submit(baton::SubmitInfo{{}, commandsB_, {}}));
+
+  // A failed semaphore: waits return its reason, a second fail returns the first failure.
+  const auto semaphore = toC<baton_semaphore>(semaphore_);
+  ASSERT_EQ(semaphore_.fail("first reason"), Result::Success);
+  EXPECT_SAME(Result::ErrorSemaphoreFailed, baton_semaphore_wait(semaphore, 1, 0),
+              semaphore_.wait(1, 0));
+  EXPECT_NE(std::string(baton_last_error_message()).find("first reason"), std::string::npos);
+  EXPECT_SAME(Result::ErrorSemaphoreFailed, baton_semaphore_fail(semaphore, "second"),
+              semaphore_.fail("second"));
+  EXPECT_SAME(Result::ErrorSemaphoreFailed, baton_semaphore_signal(semaphore, 10),
+              semaphore_.signal(10));
+  char reason[8];
+  EXPECT_SAME(Result::Success, baton_semaphore_get_failure_reason(semaphore, reason, sizeof reason),
+              semaphore_.getFailureReason(reason, sizeof reason));
+  EXPECT_STREQ(reason, "first r");  // truncated to the capacity
+}
+
+// Destroying parents with live children: the same result and report through either API.
+TEST(CApiDestroy, ParentWithLiveChildren) {
+  struct Run {
+    baton::Result deviceResult, instanceResult;
+    std::string deviceMessage, instanceMessage;
+  };
+  auto run = [](bool viaC) {
+    Run out{};
+    baton::Instance instance;
+    EXPECT_EQ(baton::createInstance({}, &instance), Result::Success);
+    uint32_t count = 1;
+    baton::PhysicalDevice physical;
+    (void)instance.enumeratePhysicalDevices(&count, &physical);
+    baton::Device device;
+    baton::CommandBuffer commands;
+    baton::Semaphore semaphore;
+    EXPECT_EQ(instance.createDevice(physical, {1}, &device), Result::Success);
+    EXPECT_EQ(device.createCommandBuffer(&commands), Result::Success);
+    EXPECT_EQ(instance.createSemaphore({}, &semaphore), Result::Success);
+    out.deviceResult = viaC ? static_cast<Result>(baton_device_destroy(toC<baton_device>(device)))
+                            : device.destroy();
+    out.deviceMessage = baton::lastErrorMessage();
+    out.instanceResult =
+        viaC ? static_cast<Result>(baton_instance_destroy(toC<baton_instance>(instance)))
+             : instance.destroy();
+    out.instanceMessage = baton::lastErrorMessage();
+    return out;
+  };
+  Run c = run(true), cpp = run(false);
+  EXPECT_EQ(c.deviceResult, Result::ErrorObjectInUse);
+  EXPECT_EQ(c.instanceResult, Result::ErrorObjectInUse);
+  EXPECT_EQ(c.deviceResult, cpp.deviceResult);
+  EXPECT_EQ(c.instanceResult, cpp.instanceResult);
+  EXPECT_EQ(c.deviceMessage, cpp.deviceMessage);
+  EXPECT_EQ(c.instanceMessage, cpp.instanceMessage);
+}
+
+}  // namespace
