@@ -23,6 +23,7 @@
 #include <cuda.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -363,6 +364,134 @@ std::vector<double> wakeRaw(Env& e, VulkanContext& vk, RawTimeline* t, uint32_t 
   return out;
 }
 
+// ---- one direction at a time (issue 16) ---------------------------------------------------------
+
+// Each sample arms the receiving side first (its wait for value v is enqueued and issued), then
+// takes t0, makes the sending side signal v and spins (no sleep: the path's latency, not a
+// wake-up's) until the receiver's work after the wait has run. Medians in µs.
+
+// What a baton CUDA submission runs after its wait: an event recorded on its stream (and a flag
+// saying the callback ran, i.e. that the submission was issued).
+struct Marker {
+  Env* e;
+  std::atomic<int> issued{0};
+};
+Result recordMarker(const NativeQueue& q, void* user) {
+  auto* m = static_cast<Marker*>(user);
+  CUresult r = cu->cuEventRecord(m->e->event, static_cast<CUstream>(q.stream));
+  m->issued.fetch_add(1, std::memory_order_release);
+  return r == CUDA_SUCCESS ? Result::Success : Result::ErrorDriver;
+}
+
+void spinOnEvent(CUevent event, const char* what) {
+  const Clock::time_point start = Clock::now();
+  for (;;) {
+    CUresult r = cu->cuEventQuery(event);
+    if (r == CUDA_SUCCESS) return;
+    if (r != CUDA_ERROR_NOT_READY) cuOk(r, what);
+    if (usBetween(start, Clock::now()) > kWakeTimeoutNs / 1000.0) fatal(what, "timed out");
+  }
+}
+void spinOnVulkan(VulkanContext& vk, VkSemaphore s, uint64_t value, const char* what) {
+  const Clock::time_point start = Clock::now();
+  while (vk.value(s) < value)
+    if (usBetween(start, Clock::now()) > kWakeTimeoutNs / 1000.0) fatal(what, "timed out");
+}
+
+// Vulkan signals v (a queue submission, or vkSignalSemaphore from the host); a CUDA stream waits
+// for it. raw: cuWaitExternalSemaphoresAsync + an event; baton: a submission on the shared
+// timeline whose native callback records the event after the wait.
+std::vector<double> vulkanToCudaRaw(Env& e, VulkanContext& vk, RawTimeline& t, uint32_t samples,
+                                    bool hostSignal) {
+  std::vector<double> out;
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint64_t v = ++t.value;
+    cuOk(rawWait(e, t, v), "cuWaitExternalSemaphoresAsync");
+    cuOk(cu->cuEventRecord(e.event, e.stream), "cuEventRecord");
+    const Clock::time_point t0 = Clock::now();
+    if (hostSignal)
+      vkOk(vk.signal(t.vk, v), "vkSignalSemaphore");
+    else
+      vkOk(vk.submit({}, VK_NULL_HANDLE, {{t.vk, v}}), "vkQueueSubmit (signal)");
+    spinOnEvent(e.event, "raw Vulkan -> CUDA");
+    out.push_back(usBetween(t0, Clock::now()));
+  }
+  vkOk(vkQueueWaitIdle(vk.queue), "vkQueueWaitIdle");
+  return out;
+}
+std::vector<double> vulkanToCudaBaton(Env& e, VulkanContext& vk, Shared& s, uint32_t samples,
+                                      bool hostSignal) {
+  Marker marker{&e};
+  CommandBuffer cb;
+  batonOk(e.device.createCommandBuffer(&cb), "createCommandBuffer");
+  batonOk(cb.begin(), "begin");
+  batonOk(cb.native(recordMarker, &marker), "native");
+  batonOk(cb.end(), "end");
+  std::vector<double> out;
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint64_t v = ++s.value;
+    SemaphoreValue wait{s.t.baton, v};
+    SubmitInfo info;
+    info.waits = Span<const SemaphoreValue>(&wait, 1);
+    info.commandBuffers = Span<const CommandBuffer>(&cb, 1);
+    const int issuedBefore = marker.issued.load(std::memory_order_acquire);
+    batonOk(e.queue.submit(info), "Queue::submit (waits for Vulkan)");
+    // Native: issued at once (a GPU-side wait on the imported semaphore); give the issuing
+    // thread its time. Bridged: held until baton sees Vulkan's value.
+    if (s.t.mode == InteropMode::Native)
+      while (marker.issued.load(std::memory_order_acquire) == issuedBefore) {
+      }
+    const Clock::time_point t0 = Clock::now();
+    if (hostSignal)
+      vkOk(vk.signal(s.t.vulkan, v), "vkSignalSemaphore");
+    else
+      vkOk(vk.submit({}, VK_NULL_HANDLE, {{s.t.vulkan, v}}), "vkQueueSubmit (signal)");
+    while (marker.issued.load(std::memory_order_acquire) == issuedBefore) {
+    }
+    spinOnEvent(e.event, "baton Vulkan -> CUDA");
+    out.push_back(usBetween(t0, Clock::now()));
+  }
+  vkOk(vkQueueWaitIdle(vk.queue), "vkQueueWaitIdle");
+  batonOk(e.queue.waitIdle(kWakeTimeoutNs), "Queue::waitIdle");
+  (void)cb.destroy();
+  return out;
+}
+
+// CUDA signals v; a Vulkan queue submission waits for it and signals a Vulkan-only timeline,
+// which the host reads. raw: cuSignalExternalSemaphoresAsync on an idle stream; baton: a
+// submission signalling the shared timeline.
+std::vector<double> cudaToVulkanRaw(Env& e, VulkanContext& vk, RawTimeline& t, VkSemaphore after,
+                                    uint64_t* afterValue, uint32_t samples) {
+  std::vector<double> out;
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint64_t v = ++t.value, u = ++*afterValue;
+    vkOk(vk.submit({{t.vk, v}}, VK_NULL_HANDLE, {{after, u}}), "vkQueueSubmit (wait)");
+    const Clock::time_point t0 = Clock::now();
+    cuOk(rawSignal(e, t, v), "cuSignalExternalSemaphoresAsync");
+    spinOnVulkan(vk, after, u, "raw CUDA -> Vulkan");
+    out.push_back(usBetween(t0, Clock::now()));
+  }
+  cuOk(cu->cuStreamSynchronize(e.stream), "cuStreamSynchronize");
+  return out;
+}
+std::vector<double> cudaToVulkanBaton(Env& e, VulkanContext& vk, Shared& s, VkSemaphore after,
+                                      uint64_t* afterValue, uint32_t samples) {
+  std::vector<double> out;
+  for (uint32_t i = 0; i < samples; ++i) {
+    const uint64_t v = ++s.value, u = ++*afterValue;
+    vkOk(vk.submit({{s.t.vulkan, v}}, VK_NULL_HANDLE, {{after, u}}), "vkQueueSubmit (wait)");
+    SemaphoreValue signal{s.t.baton, v};
+    SubmitInfo info;
+    info.signals = Span<const SemaphoreValue>(&signal, 1);
+    const Clock::time_point t0 = Clock::now();
+    batonOk(e.queue.submit(info), "Queue::submit (signals for Vulkan)");
+    spinOnVulkan(vk, after, u, "baton CUDA -> Vulkan");
+    out.push_back(usBetween(t0, Clock::now()));
+  }
+  batonOk(e.queue.waitIdle(kWakeTimeoutNs), "Queue::waitIdle");
+  return out;
+}
+
 // ---- output ---------------------------------------------------------------------------------
 
 constexpr double kNone = NAN;  // a figure this run could not take
@@ -462,6 +591,32 @@ void runCuda(VulkanContext& vk, const Options& options) {
   double wb = median(wakeBaton(e, vk, bridged, options.wakeSamples, false));
   double wbVk = median(wakeBaton(e, vk, bridged, options.wakeSamples, true));
   row("host wake on CUDA signal, bridged", wb, wbVk, "vkWaitSemaphores on the same VkSemaphore");
+
+  // One direction at a time, GPU waiters (the host only spins to see the end).
+  {
+    const uint32_t n = options.wakeSamples;
+    VkSemaphore after = vk.createTimeline();
+    uint64_t afterValue = 0;
+    const double rawVq = median(vulkanToCudaRaw(e, vk, raw, n, false));
+    const double rawVh = median(vulkanToCudaRaw(e, vk, raw, n, true));
+    const double rawCv = median(cudaToVulkanRaw(e, vk, raw, after, &afterValue, n));
+    for (Shared* sh : {&native, &bridged}) {
+      if (!sh->ok) continue;
+      const bool nat = sh == &native;
+      std::string name =
+          std::string("vk queue signal -> CUDA queue, ") + (nat ? "native" : "bridged");
+      row(name.c_str(), median(vulkanToCudaBaton(e, vk, *sh, n, false)), rawVq,
+          "raw: vkQueueSubmit signal -> cuWaitExternalSemaphoresAsync -> event");
+      name = std::string("vk host signal -> CUDA queue, ") + (nat ? "native" : "bridged");
+      row(name.c_str(), median(vulkanToCudaBaton(e, vk, *sh, n, true)), rawVh,
+          "raw: vkSignalSemaphore -> cuWaitExternalSemaphoresAsync -> event");
+      name = std::string("CUDA signal -> vk queue, ") + (nat ? "native" : "bridged");
+      row(name.c_str(), median(cudaToVulkanBaton(e, vk, *sh, after, &afterValue, n)), rawCv,
+          "raw: cuSignalExternalSemaphoresAsync -> vk queue wait -> signal seen by the host");
+    }
+    vkOk(vkQueueWaitIdle(vk.queue), "vkQueueWaitIdle");
+    vk.destroy(after);
+  }
 
   if (native.ok) {
     double ratio = pn / pr;
