@@ -1,8 +1,10 @@
 // Public entry points of Semaphore.
 #include <cstring>
+#include <thread>
 
 #include "api_entry.hpp"
 #include "baton/semaphore.hpp"
+#include "clock.hpp"
 
 namespace baton {
 
@@ -10,6 +12,9 @@ namespace core {
 Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> waits, WaitMode mode,
                    uint64_t timeoutNs);
 }
+
+// How long Semaphore::destroy lets finished work drop its references (see there).
+constexpr uint64_t kReleaseGraceNs = 10'000'000;
 
 static Ref<core::Semaphore> findSemaphore(uint64_t h, Status* st) {
   return find<core::Semaphore>(h, ObjectType::Semaphore, "semaphore", st);
@@ -30,6 +35,12 @@ Result Semaphore::destroy() const noexcept {
     // References beyond ours mean pending submissions or host waiters still use it. Fail it so
     // that none of them waits for a signal that can no longer be sent. The reason is the phrase
     // semaphore.hpp quotes; the failure's message adds the name ("semaphore 'x' failed: ...").
+    // Finished work lets go of it just after its signals are reached (a queue's thread drops the
+    // submission after waking the waiters), so a destroy right after a wait returned could see
+    // that reference: such references are given kReleaseGraceNs to go before they count.
+    const uint64_t graceEnd = core::nowNs() + kReleaseGraceNs;
+    while ((s->hasWaiters() || s->refCount() > 1) && core::nowNs() < graceEnd)
+      std::this_thread::yield();
     if (s->hasWaiters() || s->refCount() > 1) {
       s->fail(Result::ErrorSemaphoreFailed, "destroyed while pending work used it");
       s->detachMirror();  // after fail(), so that an interop counterpart hears of the failure

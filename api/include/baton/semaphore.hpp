@@ -33,8 +33,11 @@ class Semaphore : public Handle<Semaphore> {
   // that wait on or signal it, or host threads waiting on it), the semaphore is failed with the
   // reason "destroyed while pending work used it", so that its waiters return promptly with it
   // (and submissions waiting on it fail their signals), and the result is ErrorObjectInUse; the
-  // handle is invalid afterwards in every case. Memory lives on until the last pending
-  // submission that references it is done. Thread safe.
+  // handle is invalid afterwards in every case. Work that has just finished (a wait for its
+  // signal may already have returned) lets go of the semaphore within microseconds; destroy
+  // gives it up to 10 ms before counting it as pending, so destroying right after a wait
+  // succeeds. Memory lives on until the last pending submission that references it is done.
+  // Thread safe.
   // Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
   Result destroy() const noexcept;
 
