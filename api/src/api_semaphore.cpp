@@ -5,6 +5,7 @@
 #include "api_entry.hpp"
 #include "baton/semaphore.hpp"
 #include "clock.hpp"
+#include "lazy_observers.hpp"
 
 namespace baton {
 
@@ -38,7 +39,9 @@ Result Semaphore::destroy() const noexcept {
     // Finished work lets go of it just after its signals are reached (a queue's thread drops the
     // submission after waking the waiters), so a destroy right after a wait returned could see
     // that reference: such references are given kReleaseGraceNs to go before they count.
+    // Queues that observe their completions lazily are asked to look now (lazy_observers.hpp).
     const uint64_t graceEnd = core::nowNs() + kReleaseGraceNs;
+    if (s->hasWaiters() || s->refCount() > 1) core::lookNowEverywhere();
     while ((s->hasWaiters() || s->refCount() > 1) && core::nowNs() < graceEnd)
       std::this_thread::yield();
     if (s->hasWaiters() || s->refCount() > 1) {

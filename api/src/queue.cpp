@@ -56,8 +56,10 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** b
           ++i;
           continue;
         }
+        // Only reaching the value helps: its backend must look for the completion promptly.
+        st.timepoint->watch();
         node_.value = w.value;
-        node_.wantsTimepoints = false;  // only reaching the value helps
+        node_.wantsTimepoints = false;
         *blocking = w.semaphore.get();
         return Resolution::Blocked;
       case WaitState::Pending:

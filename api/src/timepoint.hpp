@@ -36,6 +36,12 @@ class Timepoint : public Object {
   // Blocks until completion (Success), the deadline (Timeout) or an error. Must not burn a core
   // beyond a short spin. Thread safe.
   virtual Status wait(Deadline deadline) = 0;
+  // Something on the host needs this timepoint's completion observed promptly without waiting
+  // for it itself: a queue of another backend holds a submission until the value it signals is
+  // reached. Backends that observe completions lazily (the stream backends look only when asked,
+  // see impl/stream/completion.hpp) then watch it actively until it completes. Non-blocking, any
+  // thread, any lock held; repeated calls are harmless. The default does nothing.
+  virtual void watch() {}
 
  private:
   Ref<Device> device_;  // keeps the backend device (its event pool) alive

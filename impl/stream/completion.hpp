@@ -78,37 +78,32 @@ class Completion {
       if (!lost.empty()) q_->coreDevice->markLost(lost);
       if (inflight_.empty()) {
         // Nothing in flight: the core Device may be gone (see ~StreamQueue), touch only q_.
+        q_->waker->lookRequested.store(false, std::memory_order_relaxed);
         if (q_->stop.load(std::memory_order_acquire)) return;
-        if (lingerNs_ < kLingerNs) {
-          // Linger, polling, before sleeping until a push wakes it: while submissions keep
-          // coming, submitters then never pay for a wake-up (a futex syscall per submission).
-          lingerNs_ += pollNs_;
-          q_->waker->parker.park(Deadline::after(pollNs_));
-          pollNs_ = std::min(pollNs_ * 2, kPollMaxNs);
-          continue;
-        }
+        // Sleep until a push wakes it (one wake when a queue starts working again).
         q_->waker->idle.store(true, std::memory_order_seq_cst);
-        bool empty;
-        {
-          std::lock_guard<core::Mutex> lock(q_->inboxMutex);
-          empty = q_->inbox.empty() && q_->passes.empty() && !q_->lostPending;
-        }
-        if (empty && !q_->stop.load(std::memory_order_acquire))
+        if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
+            !q_->stop.load(std::memory_order_acquire))
           q_->waker->parker.park(Deadline::never());
         q_->waker->idle.store(false, std::memory_order_seq_cst);
         pollNs_ = kPollMinNs;
-        lingerNs_ = 0;
+        lazyNs_ = kLazyLookMinNs;
         continue;
       }
-      lingerNs_ = 0;
       if (q_->coreDevice->lost()) {
         failAll(q_->coreDevice->lostStatus());
         continue;
       }
+      // Whether anything needs the completions now (Waker): if not, one look, then a lazy park.
+      // A queue that is going (stop) waits for its records here: watched too.
+      const bool needed = urgent_ != 0 || q_->waker->needed() ||
+                          q_->throttled.load(std::memory_order_seq_cst) ||
+                          q_->stop.load(std::memory_order_acquire);
+      q_->waker->lookRequested.store(false, std::memory_order_seq_cst);
       size_t n = 0;
       Status err = useContext();
       if (err.ok()) err = countCompleted(&n);
-      if (err.ok() && n == 0) err = sleepOnOldest();
+      if (err.ok() && n == 0 && needed) err = sleepOnOldest();
       if (err.isError()) {
         q_->coreDevice->markLost(err.message());
         failAll(q_->coreDevice->lostStatus());
@@ -117,7 +112,9 @@ class Completion {
       if (n) {
         finish(n);
         pollNs_ = kPollMinNs;
+        lazyNs_ = kLazyLookMinNs;
       }
+      if (!needed && !inflight_.empty()) parkLazily(n != 0);
     }
   }
 
@@ -143,6 +140,7 @@ class Completion {
   // from 1.70-1.92x to 1.54-1.82x raw on the H100 (4 alternating pairs, issue 3, item 9).
   Status countCompleted(size_t* n) {
     *n = 0;
+    Counters::add(kCompletionLooks, 1);
     Status s = d_.eventQuery(inflight_.back().timepoint->event());
     if (s.ok()) {
       *n = inflight_.size();
@@ -163,10 +161,39 @@ class Completion {
     return Status();
   }
 
-  // Waits for the oldest record's event without burning the core: a short spin, then either a
-  // blocking-sync wait in the driver (interrupt driven) when a host thread waits for this
-  // thread or a record needs prompt publication, or a poll after a backoff sleep otherwise.
-  // Returns NotReady when it woke without completion.
+  // Nothing needs the records in flight now: parks until a need arises (Waker), kLookRecords
+  // more records arrive (QueueShared::wakeCompletion), or lazyNs_ passed, doubling lazyNs_ up to
+  // kLazyLookMaxNs while looks find nothing.
+  void parkLazily(bool progressed) {
+    Waker& w = *q_->waker;
+    w.lazy.store(true, std::memory_order_seq_cst);
+    // After `lazy` is set, so that a push or a need that missed it is seen here (the pusher
+    // sets inboxPending before it looks at `lazy`; a need sets its count before unparking).
+    const bool wake = w.needed() || w.lookRequested.load(std::memory_order_seq_cst) ||
+                      q_->throttled.load(std::memory_order_seq_cst) ||
+                      q_->stop.load(std::memory_order_seq_cst) || pendingUrgentOrMany();
+    // (stop: the thread then watches its last records, see run.)
+    if (!wake) {
+      Counters::add(kLazyParks, 1);
+      w.parker.park(Deadline::after(lazyNs_));
+    }
+    w.lazy.store(false, std::memory_order_seq_cst);
+    if (!progressed) lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
+  }
+
+  // Whether the inbox holds an urgent record or kLookRecords of them (what a push wakes for).
+  bool pendingUrgentOrMany() {
+    if (!q_->inboxPending.load(std::memory_order_seq_cst)) return false;
+    std::lock_guard<core::Mutex> lock(q_->inboxMutex);
+    if (q_->lostPending || !q_->passes.empty() || q_->inbox.size() >= kLookRecords) return true;
+    for (const Record& r : q_->inbox)
+      if (r.urgent) return true;
+    return false;
+  }
+
+  // Waits for the oldest record's event, while something needs it (run), without burning the
+  // core: a short spin, then a blocking-sync wait in the driver (interrupt driven) when it can,
+  // or a poll after a short backoff sleep. Returns NotReady when it woke without completion.
   Status sleepOnOldest() {
     void* event = inflight_.front().timepoint->event();
     // Spin only after progress, not at every poll of a long wait.
@@ -179,12 +206,6 @@ class Completion {
       // Not back to back: see kCompletionQueryGapNs.
       const uint64_t next = now + kCompletionQueryGapNs;
       while (core::nowNs() < next) core::cpuRelax();
-    }
-    if (urgent_ == 0 && q_->waker->sleepers.load(std::memory_order_seq_cst) == 0) {
-      // A host thread that starts waiting unparks this sleep (Waker::addSleeper).
-      q_->waker->parker.park(Deadline::after(pollNs_));
-      pollNs_ = std::min(pollNs_ * 2, kPollMaxNs);
-      return Status(Result::NotReady);
     }
     if (q_->device->config.blockingSyncEvents) return d_.eventSynchronize(event);
     // A plain event cannot be slept on (eventSynchronize spins on it with the context's default
@@ -360,7 +381,7 @@ class Completion {
   size_t urgent_ = 0;            // records in inflight_ with Record::urgent
   bool contextCurrent_ = false;  // the device's context is current on this thread
   uint64_t pollNs_ = kPollMinNs;
-  uint64_t lingerNs_ = 0;  // polled with nothing in flight so far
+  uint64_t lazyNs_ = kLazyLookMinNs;  // the next lazy park's length (parkLazily)
 };
 
 }  // namespace

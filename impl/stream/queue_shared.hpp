@@ -144,13 +144,15 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     }
     // Handed over in batches: one lock and one wake check per batch. A batch waits at most
     // kOutboxBatch issues or kOutboxMaxAgeNs (IssueThread::serve); urgent records go at once.
-    if (now || outbox.size() >= kOutboxBatch) flushOutbox();
+    if (now || outbox.size() >= kOutboxBatch) flushOutbox(record.urgent);
   }
 
-  // Hands the records of `outbox` to the completion thread; issueMutex held.
-  void flushOutbox() {
+  // Hands the records of `outbox` to the completion thread; issueMutex held. `urgent`: one of
+  // them is (Record::urgent).
+  void flushOutbox(bool urgent = false) {
     if (outbox.empty()) return;
     const size_t n = outbox.size();
+    size_t waiting;
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       if (inbox.empty()) {
@@ -159,33 +161,43 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
         for (Record& r : outbox) inbox.push_back(std::move(r));
         outbox.clear();
       }
-      inboxPending.store(true, std::memory_order_release);
+      waiting = inbox.size();
+      inboxPending.store(true, std::memory_order_seq_cst);
     }
     outboxFilled.store(false, std::memory_order_relaxed);
     Counters::add(kRecordsPushed, n);
-    wakeCompletion();
+    wakeCompletion(urgent, waiting);
   }
 
   // One record straight to the completion thread (direct issue); issueMutex held.
   void handOver(Record&& record) {
+    const bool urgent = record.urgent;
+    size_t waiting;
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
-      inboxPending.store(true, std::memory_order_release);
+      waiting = inbox.size();
+      inboxPending.store(true, std::memory_order_seq_cst);
     }
     Counters::add(kRecordsPushed, 1);
-    wakeCompletion();
+    wakeCompletion(urgent, waiting);
   }
 
-  void wakeCompletion() {
-    // Wake the completion thread only when it sleeps with nothing in flight: while it polls,
-    // the next poll finds the record (a wake per submission would cost a syscall each).
-    // A seq_cst load first: the exchange (a locked instruction) only when it is idle. The
-    // completion thread stores idle = true before it checks the inbox under inboxMutex, so a
-    // load that misses that store comes before it, and the check then sees this record.
-    if (waker->idle.load(std::memory_order_seq_cst) &&
-        waker->idle.exchange(false, std::memory_order_seq_cst))
-      waker->parker.unpark();
+  // Wakes the completion thread when it sleeps with nothing in flight, or when it parked
+  // lazily (Waker) and an urgent record or kLookRecords records wait in the inbox (`waiting`):
+  // otherwise it finds them at its next look, and a submission costs no wake-up (a syscall).
+  // A seq_cst load first: the exchange (a locked instruction) only when it parked. The thread
+  // stores the flag before it looks at inboxPending (seq_cst, stored above before this load), so
+  // a load that misses that store comes before that look, which then sees the records.
+  void wakeCompletion(bool urgent, size_t waiting) {
+    Waker& w = *waker;
+    if (w.idle.load(std::memory_order_seq_cst)) {
+      if (w.idle.exchange(false, std::memory_order_seq_cst)) w.parker.unpark();
+      return;
+    }
+    if ((urgent || waiting >= kLookRecords) && w.lazy.load(std::memory_order_seq_cst) &&
+        w.lazy.exchange(false, std::memory_order_seq_cst))
+      w.parker.unpark();
   }
 
   // Takes a free event from `stash` (refilled from the device's pool a batch at a time), or
@@ -305,6 +317,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       throttled.store(false, std::memory_order_relaxed);
       return false;
     }
+    // The completion thread watches the stream while this thread waits (Waker).
+    waker->parker.unpark();
     return true;
   }
 

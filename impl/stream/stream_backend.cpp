@@ -52,6 +52,8 @@ Stats stats() noexcept {
   s.timepointsPublishedLate = c[kPublishedLate];
   s.directIssued = c[kDirectIssued];
   s.postedToIssuer = c[kPosted];
+  s.lazyParks = c[kLazyParks];
+  s.completionLooks = c[kCompletionLooks];
   return s;
 }
 

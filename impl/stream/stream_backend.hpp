@@ -92,6 +92,10 @@ struct Stats {
   // posted to a device's issuing thread (only grow).
   uint64_t directIssued = 0;
   uint64_t postedToIssuer = 0;
+  // Times a completion thread parked with records in flight that nothing needed (it looks
+  // lazily, see impl/stream/completion.hpp), and its looks for completed records (only grow).
+  uint64_t lazyParks = 0;
+  uint64_t completionLooks = 0;
 };
 Stats stats() noexcept;
 

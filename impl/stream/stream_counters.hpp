@@ -34,9 +34,11 @@ enum Counter : size_t {
   kTimepointsGone,
   kRecordsPushed,  // to a completion thread
   kRecordsFinished,
-  kPublishedLate,  // see Stats::timepointsPublishedLate
-  kDirectIssued,   // submissions issued by their submitting thread (see Stats::directIssued)
-  kPosted,         // submissions posted to an issuing thread
+  kPublishedLate,    // see Stats::timepointsPublishedLate
+  kDirectIssued,     // submissions issued by their submitting thread (see Stats::directIssued)
+  kPosted,           // submissions posted to an issuing thread
+  kLazyParks,        // completion threads parked with records in flight that nothing needed
+  kCompletionLooks,  // completion threads' looks at their oldest records (event queries)
   kCounterCount
 };
 

@@ -26,6 +26,7 @@
 #include "completion.hpp"
 #include "issue_ring.hpp"
 #include "issuer.hpp"
+#include "lazy_observers.hpp"
 #include "objects.hpp"
 #include "queue_shared.hpp"
 #include "stream_timepoint.hpp"
@@ -40,6 +41,7 @@ class StreamQueue final : public core::QueueImpl {
     // Named here rather than by the thread itself, so that the name is there on return.
     pthread_setname_np(thread_.native_handle(), "baton-complete");
     q_->issuer->add(q_);
+    core::addLazyObserver(q_->waker.get());
   }
 
   ~StreamQueue() override {
@@ -47,6 +49,7 @@ class StreamQueue final : public core::QueueImpl {
     // completion thread) and unregisters it. When that thread is this one (it dropped the last
     // reference to the core Device, which destroys the queues), it is between submissions of
     // some queue, holding that queue's issue lock: the queue is unregistered here instead.
+    core::removeLazyObserver(q_->waker.get());
     q_->stop.store(true, std::memory_order_seq_cst);
     DeviceIssuer& issuer = *q_->issuer;
     if (issuer.threadId == std::this_thread::get_id()) {

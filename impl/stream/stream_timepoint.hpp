@@ -21,6 +21,7 @@
 #include "clock.hpp"
 #include "cpu.hpp"
 #include "device_shared.hpp"
+#include "lazy_observers.hpp"
 #include "objects.hpp"
 #include "parker.hpp"
 #include "stream_counters.hpp"
@@ -40,10 +41,24 @@ using core::futexWakeAll;
 
 // How host threads reach a queue's completion thread. Shared with the queue's timepoints, which
 // outlive the queue when semaphores hold them.
-struct Waker {
+//
+// The completion thread looks for completed records only while something needs it (needed()):
+// a host thread asleep until it observes one (sleepers), a held submission of another backend
+// waiting for a value it publishes (watchers, StreamTimepoint::watch), a record that must be
+// published promptly (its own count of urgent records), the issuing thread waiting for room on
+// the stream (QueueShared::throttled); a one-off request (lookNow) asks for one look. Otherwise it
+// parks
+// (`lazy`) and looks again only when kLookRecords more records arrived or kLazyLookMinNs to
+// kLazyLookMaxNs passed: no thread polls while the GPU is simply busy (issue 16).
+struct Waker final : core::LazyObserver {
   core::Parker parker;                // the completion thread parks on it
   std::atomic<uint32_t> sleepers{0};  // host threads asleep until it observes completions
+  std::atomic<int32_t> watchers{0};   // watched timepoints not yet completed
   std::atomic<bool> idle{false};      // it parked with nothing in flight: a push must wake it
+  // It parked with records in flight that nothing needs: only an urgent push, kLookRecords
+  // records, a need or its deadline wake it.
+  std::atomic<bool> lazy{false};
+  std::atomic<bool> lookRequested{false};  // look once, now (lookNow)
 
   // A host thread is about to sleep until the completion thread observes an event: it must
   // stop polling and sleep in the driver, which notices completion at interrupt latency.
@@ -52,6 +67,32 @@ struct Waker {
     parker.unpark();
   }
   void removeSleeper() { sleepers.fetch_sub(1, std::memory_order_seq_cst); }
+
+  // One prompt look at what completed, e.g. before an object is declared in use.
+  void lookNow() noexcept override {
+    lookRequested.store(true, std::memory_order_seq_cst);
+    parker.unpark();
+  }
+  // As lookNow, but only wakes a lazily parked thread (a thread that is looking anyway will see
+  // the completion): for frequent callers such as queries of gated timepoints.
+  void nudge() noexcept {
+    if (lazy.load(std::memory_order_seq_cst) && lazy.exchange(false, std::memory_order_seq_cst)) {
+      lookRequested.store(true, std::memory_order_seq_cst);
+      parker.unpark();
+    }
+  }
+  void addWatcher() {
+    watchers.fetch_add(1, std::memory_order_seq_cst);
+    parker.unpark();
+  }
+  void removeWatcher() { watchers.fetch_sub(1, std::memory_order_seq_cst); }
+
+  // Whether a host thread or a held submission needs completions observed until they come
+  // (a one-off request, lookRequested, asks for a single look instead).
+  bool needed() const {
+    return sleepers.load(std::memory_order_seq_cst) != 0 ||
+           watchers.load(std::memory_order_seq_cst) > 0;
+  }
 };
 
 // A recorded device signal: one recording of a pooled event on a queue's stream.
@@ -86,6 +127,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     Counters::add(kTimepointsMade, 1);
   }
   ~StreamTimepoint() override {
+    if (watched_.load(std::memory_order_relaxed) == kWatched) waker_->removeWatcher();
     shared_->pool.release(event_);
     Counters::add(kTimepointsGone, 1);
   }
@@ -138,7 +180,11 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   Status query() override {
     Status outcome;
     if (done(&outcome)) return outcome;
-    if (gated_ || !recorded()) return Status(Result::NotReady);
+    if (gated_ || !recorded()) {
+      // Only the completion thread learns a gated record's outcome: ask it to look.
+      if (gated_) waker_->nudge();
+      return Status(Result::NotReady);
+    }
     // The driver's answer is a shortcut: the completion thread publishes every outcome in the
     // device's own context. When this thread cannot make the context current, it waits for that
     // instead of querying in another context (whose error would be read as device loss).
@@ -188,16 +234,29 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     return result;
   }
 
+  // A held submission of another backend waits for the value this timepoint signals: the
+  // completion thread watches until complete() (Waker::needed). Once per timepoint; not after
+  // completion.
+  void watch() override {
+    uint32_t w = kUnwatched;
+    if (watched_.compare_exchange_strong(w, kWatched, std::memory_order_seq_cst))
+      waker_->addWatcher();
+  }
+
   // Once, by the completion thread (or by the issuing thread for a timepoint it abandons):
   // publishes the outcome and wakes sleeping waiters.
   void complete(const Status& outcome) {
     outcome_ = outcome;
     if (state_.exchange(kDone, std::memory_order_acq_rel) == kPendingWaiters) futexWakeAll(&state_);
+    // A watch() racing with this may count the watcher after its removal: the count is then
+    // briefly negative, which needed() reads as "no watcher".
+    if (watched_.exchange(kClosed, std::memory_order_seq_cst) == kWatched) waker_->removeWatcher();
   }
 
  private:
   static constexpr uint32_t kPending = 0, kPendingWaiters = 1, kDone = 2;
   static constexpr uint32_t kUnrecorded = 0, kUnrecordedWaiters = 1, kRecorded = 2;
+  static constexpr uint32_t kUnwatched = 0, kWatched = 1, kClosed = 2;
   DeviceShared* shared_;
   Waker* waker_;
   // What the issuing thread reads and writes (event, stream, states) starts 64 bytes into the
@@ -209,7 +268,8 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   const bool gated_;
   std::atomic<uint32_t> recorded_;
   std::atomic<uint32_t> state_{kPending};
-  Status outcome_;  // written before state_ becomes kDone
+  std::atomic<uint32_t> watched_{kUnwatched};  // see watch()
+  Status outcome_;                             // written before state_ becomes kDone
 };
 
 // Gives up a timepoint published at release whose event will not be recorded (the submission

@@ -32,19 +32,23 @@ constexpr uint64_t kCompletionSpinNs = 10'000;
 // waited event back to back made each cuStreamWaitEvent + cuEventRecord pair 2.3x slower
 // (0.61 -> 1.41 us), with 16 pauses between queries 1.6x, every 20 us not measurably.
 constexpr uint64_t kCompletionQueryGapNs = 2'000;
-// When nothing waits for it on the host, the completion thread sleeps by polling, with a
-// backoff from 20 µs to 200 µs (at most 5000 polls of two event queries per second and busy
-// queue). Sleeping in the driver instead needs a blocking-sync event behind the oldest record
-// (blocking-sync pool events cost 17.4 µs per record on the H100, plain ones 0.57 µs), so it
-// is done only while a host thread waits or a record needs prompt publication, and only when
-// the oldest record is the last work on the stream (see sleepOnOldest); with later work queued
-// behind it, the poll's backoff stops at kUrgentPollMaxNs instead.
+// While something needs completions observed (Waker::needed, urgent records) but the thread
+// cannot sleep in the driver, it polls, with a backoff from 20 µs to 50 µs. Sleeping in the
+// driver needs a blocking-sync event behind the oldest record (blocking-sync pool events cost
+// 17.4 µs per record on the H100, plain ones 0.57 µs), so it is done only when the oldest record
+// is the last work on the stream (see sleepOnOldest).
 constexpr uint64_t kPollMinNs = 20'000;
-constexpr uint64_t kPollMaxNs = 200'000;
 constexpr uint64_t kUrgentPollMaxNs = 50'000;
-// With nothing in flight, the completion thread keeps polling this long before it sleeps until
-// the next submission wakes it.
-constexpr uint64_t kLingerNs = 2'000'000;
+// When nothing needs them, completions are looked for lazily (Waker): after kLookRecords new
+// records, or at the latest kLazyLookMinNs after the last look that found some, backing off to
+// kLazyLookMaxNs while looks find nothing. A look is one event query when everything completed
+// (Completion::countCompleted). The records hold events, semaphores and buffers until looked at,
+// so these bound what a queue holds on to: kLookRecords records plus what the GPU has not run.
+// Host waiters, semaphore queries and other backends' queues do not depend on them: they query
+// the events themselves, or make the thread watch (Waker::needed).
+constexpr size_t kLookRecords = 64;
+constexpr uint64_t kLazyLookMinNs = 1'000'000;
+constexpr uint64_t kLazyLookMaxNs = 16'000'000;
 // Free events a queue takes from its device's pool at once (QueueShared::eventStash).
 constexpr size_t kEventStash = 16;
 // Records an issuing thread hands to its completion thread at once while it has more to issue

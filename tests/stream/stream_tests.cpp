@@ -8,8 +8,11 @@
 // lives next to its hooks (tests/cuda/cuda_tests.cpp, tests/hip/hip_tests.cpp). Device loss
 // poisons the context for the whole process, so it has its own executables
 // (stream_device_lost_tests.cpp).
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 
 #include "stream_backend.hpp"
@@ -618,6 +621,84 @@ TEST_P(StreamBackendTest, EventPoolStaysBounded) {
   // Every signal so far was published when its submission was released: an event could always
   // be had then (creating one on the submitting thread needs the device's context).
   EXPECT_EQ(st.timepointsPublishedLate, 0u);
+}
+
+// The fake driver's pause (tests/cuda/fake: batonFakeCudaPause), when the backend runs on it:
+// holds every stream as a GPU busy with long work would. Null with a real driver.
+using FakePause = int (*)(int);
+FakePause fakeDriverPause(baton::BackendKind kind) {
+  const char* path =
+      std::getenv(kind == baton::BackendKind::Hip ? "BATON_HIP_DRIVER" : "BATON_CUDA_DRIVER");
+  if (!path || !*path) return nullptr;
+  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);  // the one baton loaded
+  if (!library) return nullptr;
+  auto pause = reinterpret_cast<FakePause>(dlsym(library, "batonFakeCudaPause"));
+  dlclose(library);  // baton's reference keeps it loaded
+  return pause;
+}
+
+// No thread polls while the GPU is simply busy (issue 16): with records in flight and nothing
+// waiting for them, the completion thread looks for completions a few times, backing off, not
+// every few microseconds. A submission of another backend held until a value of this queue is
+// reached makes it watch (it parks lazily no more) until the value is reached.
+TEST_P(StreamBackendTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
+  std::unique_ptr<Gate> gate;
+  FakePause pause = nullptr;
+  if (kernelsMissing_.empty())
+    gate = std::make_unique<Gate>(*device_, kernels_);
+  else
+    pause = fakeDriverPause(backend());
+  if (!gate && !pause)
+    GTEST_SKIP() << "needs the gate kernel (" << kernelsMissing_ << ") or the fake driver's pause";
+  auto s = makeSemaphore("busy");
+  if (gate) {
+    auto gated = makeCommands([&](baton::CommandBuffer cb) { gate->record(cb); });
+    ASSERT_OK(submit(queue(0), {}, {*gated}, {}));
+  } else {
+    ASSERT_EQ(pause(1), 1) << "the fake driver runs in sync mode";
+  }
+  struct Resume {  // however the test ends, the fake driver's streams run again
+    FakePause pause;
+    ~Resume() {
+      if (pause) pause(0);
+    }
+  } resume{pause};
+  for (uint64_t i = 1; i <= 8; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*s, i}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  baton::stream::Stats before = baton::stream::stats();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  baton::stream::Stats after = baton::stream::stats();
+  const uint64_t looks = after.completionLooks - before.completionLooks;
+  const uint64_t parks = after.lazyParks - before.lazyParks;
+  std::printf("busy GPU, nothing waiting, 100 ms: %llu looks, %llu lazy parks\n",
+              static_cast<unsigned long long>(looks), static_cast<unsigned long long>(parks));
+  EXPECT_LE(looks, 20u) << "the completion thread polls while nothing needs it";
+  EXPECT_GE(parks, 2u);
+
+  // A host queue's submission held until 8 is reached: the completion thread watches.
+  ASSERT_TRUE(hostPhysical_);
+  baton::UniqueDevice host = makeHostDevice(*instance_, hostPhysical_);
+  baton::Queue hq;
+  ASSERT_OK(host->getQueue(0, &hq));
+  auto t = makeSemaphore("after busy");
+  ASSERT_OK(submit(hq, {{*s, 8}}, {}, {{*t, 1}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past any lazy park
+  before = baton::stream::stats();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  after = baton::stream::stats();
+  std::printf("busy GPU, a host queue waiting, 50 ms: %llu looks, %llu lazy parks\n",
+              static_cast<unsigned long long>(after.completionLooks - before.completionLooks),
+              static_cast<unsigned long long>(after.lazyParks - before.lazyParks));
+  EXPECT_EQ(after.lazyParks, before.lazyParks) << "a held submission's value is not watched";
+  if (gate)
+    gate->open();
+  else
+    pause(0);
+  ASSERT_OK(t->wait(1, kLongNs)) << sink_.dump();
+  uint64_t v = 0;
+  ASSERT_OK(s->getValue(&v));
+  EXPECT_EQ(v, 8u);
+  EXPECT_OK(host->waitIdle());
 }
 
 BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamBackendTest);

@@ -44,6 +44,17 @@ Registry& registry() {
   return *r;
 }
 
+// Paused streams (batonFakeCudaPause): workers hold their next op until resumed, as a GPU busy
+// with long work would.
+std::mutex gPauseMutex;
+std::condition_variable gPauseCv;
+bool gPaused = false;
+
+void waitWhilePaused() {
+  std::unique_lock<std::mutex> lock(gPauseMutex);
+  gPauseCv.wait(lock, [] { return !gPaused; });
+}
+
 void runWorker(Stream* s) {
   // Named, so that a test counting a process's threads can tell the driver's from baton's.
   pthread_setname_np(pthread_self(), kWorkerName);
@@ -58,6 +69,7 @@ void runWorker(Stream* s) {
       s->ops.pop_front();
     }
     if (delay.count() > 0) std::this_thread::sleep_for(delay);
+    waitWhilePaused();
     op();
     op = nullptr;  // what the op holds (marks, staged data) goes before the position is reached
     gCounters.opsExecuted.fetch_add(1, std::memory_order_relaxed);
@@ -279,7 +291,23 @@ bool synchronizeContext(CUcontext context) {
   return waited;
 }
 
+bool pause(bool paused) {
+  if (!config().async) return false;  // ops run on the calling thread: nothing to hold
+  {
+    std::lock_guard<std::mutex> lock(gPauseMutex);
+    gPaused = paused;
+  }
+  gPauseCv.notify_all();
+  return true;
+}
+
 }  // namespace fake_cuda
+
+// Holds (1) or resumes (0) every stream's next operation, as a GPU busy with long work would;
+// returns 0 in sync mode, where operations run on the calling thread.
+extern "C" __attribute__((visibility("default"))) int batonFakeCudaPause(int paused) {
+  return fake_cuda::pause(paused != 0) ? 1 : 0;
+}
 
 extern "C" __attribute__((visibility("default"))) void batonFakeCudaStats(BatonFakeCudaStats* out) {
   using fake_cuda::gCounters;
