@@ -80,7 +80,15 @@ class Completion {
         // Nothing in flight: the core Device may be gone (see ~StreamQueue), touch only q_.
         q_->waker->lookRequested.store(false, std::memory_order_relaxed);
         if (q_->stop.load(std::memory_order_acquire)) return;
-        // Sleep until a push wakes it (one wake when a queue starts working again).
+        // While the queue keeps working, park lazily (the next records do not wake it, see
+        // parkLazily); after kIdleAfterNs without records, sleep until a push wakes it: one
+        // wake-up when the queue starts working again.
+        const uint64_t now = core::nowNs();
+        if (emptySince_ == 0) emptySince_ = now;
+        if (now - emptySince_ < kIdleAfterNs) {
+          parkLazily(false);
+          continue;
+        }
         q_->waker->idle.store(true, std::memory_order_seq_cst);
         if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
             !q_->stop.load(std::memory_order_acquire))
@@ -88,8 +96,10 @@ class Completion {
         q_->waker->idle.store(false, std::memory_order_seq_cst);
         pollNs_ = kPollMinNs;
         lazyNs_ = kLazyLookMinNs;
+        emptySince_ = 0;
         continue;
       }
+      emptySince_ = 0;
       if (q_->coreDevice->lost()) {
         failAll(q_->coreDevice->lostStatus());
         continue;
@@ -161,9 +171,9 @@ class Completion {
     return Status();
   }
 
-  // Nothing needs the records in flight now: parks until a need arises (Waker), kLookRecords
-  // more records arrive (QueueShared::wakeCompletion), or lazyNs_ passed, doubling lazyNs_ up to
-  // kLazyLookMaxNs while looks find nothing.
+  // Nothing needs the records in flight (or there are none, but the queue worked lately): parks
+  // until a need arises (Waker), kLookRecords more records arrive (QueueShared::wakeCompletion),
+  // or lazyNs_ passed, doubling lazyNs_ up to kLazyLookMaxNs while looks find nothing.
   void parkLazily(bool progressed) {
     Waker& w = *q_->waker;
     w.lazy.store(true, std::memory_order_seq_cst);
@@ -174,7 +184,7 @@ class Completion {
                       q_->stop.load(std::memory_order_seq_cst) || pendingUrgentOrMany();
     // (stop: the thread then watches its last records, see run.)
     if (!wake) {
-      Counters::add(kLazyParks, 1);
+      if (!inflight_.empty()) Counters::add(kLazyParks, 1);
       w.parker.park(Deadline::after(lazyNs_));
     }
     w.lazy.store(false, std::memory_order_seq_cst);
@@ -382,6 +392,7 @@ class Completion {
   bool contextCurrent_ = false;  // the device's context is current on this thread
   uint64_t pollNs_ = kPollMinNs;
   uint64_t lazyNs_ = kLazyLookMinNs;  // the next lazy park's length (parkLazily)
+  uint64_t emptySince_ = 0;           // when it last found nothing in flight (0: not empty)
 };
 
 }  // namespace

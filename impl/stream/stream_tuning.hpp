@@ -49,6 +49,10 @@ constexpr uint64_t kUrgentPollMaxNs = 50'000;
 constexpr size_t kLookRecords = 64;
 constexpr uint64_t kLazyLookMinNs = 1'000'000;
 constexpr uint64_t kLazyLookMaxNs = 16'000'000;
+// With nothing in flight, the completion thread keeps parking lazily this long (pushes do not
+// wake it) before it sleeps until a push wakes it: a queue that works every frame then costs its
+// submitters no wake-up (a syscall, and a thread to schedule), and an idle one costs nothing.
+constexpr uint64_t kIdleAfterNs = 200'000'000;
 // Free events a queue takes from its device's pool at once (QueueShared::eventStash).
 constexpr size_t kEventStash = 16;
 // Records an issuing thread hands to its completion thread at once while it has more to issue
