@@ -1,5 +1,7 @@
 #include "bridge.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <iterator>
 #include <set>
@@ -67,6 +69,8 @@ Status VulkanMirror::attach(core::Semaphore* semaphore) {
   }
   try {
     watcher_ = std::thread([this] { watch(); });
+    // For profilers, debuggers and the timeline trace's track names.
+    pthread_setname_np(watcher_.native_handle(), "baton-bridge");
   } catch (const std::system_error& e) {
     {
       std::lock_guard<std::mutex> lock(mutex_);

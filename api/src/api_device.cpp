@@ -2,6 +2,7 @@
 #include "api_entry.hpp"
 #include "baton/device.hpp"
 #include "callback_scope.hpp"
+#include "trace.hpp"
 
 namespace baton {
 
@@ -154,7 +155,12 @@ Result Device::waitIdle(uint64_t timeoutNs) const noexcept {
     owner = dev->instance();
     BATON_TRY(core::refuseInsideOwnCallback("Device::waitIdle", dev.get()));
     Deadline deadline = Deadline::after(timeoutNs);
-    for (Ref<core::Queue>& q : dev->queues) BATON_TRY(q->waitIdle(deadline));
+    core::trace::WaitIdleSlice traced(dev->label());
+    for (Ref<core::Queue>& q : dev->queues) {
+      Status s = q->waitIdle(deadline);
+      traced.setResult(s.code());
+      BATON_TRY(s);
+    }
     return Status();
   });
 }

@@ -3,6 +3,7 @@
 #include "baton/device.hpp"
 #include "baton/queue.hpp"
 #include "callback_scope.hpp"
+#include "trace.hpp"
 
 namespace baton {
 
@@ -104,6 +105,18 @@ Status buildSubmission(core::Device& dev, const SubmitInfo& info, size_t i, Subm
   return buildSignals(dev, info.signals, i, sub);
 }
 
+// q.submit(subs), traced when tracing is on (trace.hpp: the submissions' ids, the "submit" slice).
+Status submitTraced(core::Queue& q, std::vector<std::unique_ptr<Submission>>& subs) {
+  uint64_t first = 0;
+  for (std::unique_ptr<Submission>& sub : subs) {
+    const uint64_t id = core::trace::submitted(q, *sub);
+    if (!first) first = id;
+  }
+  Status s = q.submit(subs);
+  core::trace::submitEnd(first, static_cast<uint32_t>(subs.size()));
+  return s;
+}
+
 Ref<core::Queue> findQueue(uint64_t h, Status* st) {
   return find<core::Queue>(h, ObjectType::Queue, "queue", st);
 }
@@ -127,7 +140,10 @@ Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
     if (submits.size() == 1) {  // the common case: no vector of submissions
       auto sub = std::make_unique_for_overwrite<Submission>();  // no zeroing of inline storage
       BATON_TRY(buildSubmission(dev, submits[0], 0, *sub));
-      return q->submit(std::move(sub));
+      const uint64_t traced = core::trace::submitted(*q, *sub);  // 0 when tracing is off
+      Status s = q->submit(std::move(sub));
+      core::trace::submitEnd(traced, 1);
+      return s;
     }
     std::vector<std::unique_ptr<Submission>> subs;
     subs.reserve(submits.size());
@@ -136,7 +152,7 @@ Result Queue::submit(Span<const SubmitInfo> submits) const noexcept {
       BATON_TRY(buildSubmission(dev, submits[i], i, *sub));
       subs.push_back(std::move(sub));
     }
-    return q->submit(subs);
+    return submitTraced(*q, subs);
   });
 }
 
@@ -167,7 +183,7 @@ Result Queue::allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateI
     if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
     b->handle = h;
     sub.buffer = b;
-    Status s = q->submit(subs);
+    Status s = submitTraced(*q, subs);
     if (!s.ok()) {
       Status ignored;
       HandleTable::get().remove(h, ObjectType::Buffer, "buffer", &ignored);
@@ -207,7 +223,7 @@ Result Queue::deallocaBuffer(Span<const SemaphoreValue> waits, Buffer buffer,
     // the caller's (queue.hpp), ErrorDeviceLost from the queue included (the device can be lost
     // while this call runs). A failure of the free itself, later on the queue, fails the
     // signals, and the backend releases the memory.
-    BATON_TRY(q->submit(subs));
+    BATON_TRY(submitTraced(*q, subs));
     Status ignored;  // a destroy of the same handle racing this call (the caller's race) took it
     (void)HandleTable::get().remove(buffer.raw(), ObjectType::Buffer, "buffer", &ignored);
     dev.children.remove(buffer.raw());
@@ -222,7 +238,10 @@ Result Queue::waitIdle(uint64_t timeoutNs) const noexcept {
     if (!q) return st;
     owner = q->device()->instance();
     BATON_TRY(core::refuseInsideOwnCallback("Queue::waitIdle", q->device()));
-    return q->waitIdle(Deadline::after(timeoutNs));
+    core::trace::WaitIdleSlice traced(q->label());
+    Status s = q->waitIdle(Deadline::after(timeoutNs));
+    traced.setResult(s.code());
+    return s;
   });
 }
 

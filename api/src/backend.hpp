@@ -248,7 +248,8 @@ struct Submission : Recycled<Submission> {
   InlineVector<Wait, 2> waits;
   InlineVector<Ref<CommandList>, 2> commandLists;
   InlineVector<Signal, 2> signals;
-  Ref<Buffer> buffer;  // Alloca, Dealloca
+  Ref<Buffer> buffer;    // Alloca, Dealloca
+  uint64_t traceId = 0;  // its id in the timeline trace (trace.hpp); 0: not traced
 };
 
 // Completes every signal of `sub` (value reached).

@@ -157,6 +157,7 @@ baton::InstanceCreateInfo toCpp(const baton_instance_create_info* info) noexcept
     out.debugCallback = reinterpret_cast<baton::DebugCallback>(info->debug_callback);
     out.debugUserData = info->debug_user_data;
     out.backendMask = info->backend_mask;
+    out.tracePath = info->trace_path;
   }
   return out;
 }

@@ -13,17 +13,24 @@
 
 #include "objects.hpp"
 #include "status.hpp"
+#include "trace.hpp"
 
 namespace baton::core {
 
 class CallbackScope {
  public:
   enum Kind { kHostCall, kNative };
-  CallbackScope(const Device* device, uint32_t queueIndex, Kind kind) noexcept
-      : device_(device), queueIndex_(queueIndex), kind_(kind), outer_(tCurrent) {
+  // `traceId`: the submission's Submission::traceId; the callback is then a slice of the calling
+  // thread in the timeline trace (trace.hpp).
+  CallbackScope(const Device* device, uint32_t queueIndex, Kind kind, uint64_t traceId = 0) noexcept
+      : device_(device), queueIndex_(queueIndex), kind_(kind), outer_(tCurrent), traceId_(traceId) {
     tCurrent = this;
+    trace::callBegin(kind == kNative, traceId);
   }
-  ~CallbackScope() { tCurrent = outer_; }
+  ~CallbackScope() {
+    trace::callEnd(kind_ == kNative, traceId_);
+    tCurrent = outer_;
+  }
   CallbackScope(const CallbackScope&) = delete;
   CallbackScope& operator=(const CallbackScope&) = delete;
 
@@ -41,6 +48,7 @@ class CallbackScope {
   uint32_t queueIndex_;
   Kind kind_;
   const CallbackScope* outer_;
+  uint64_t traceId_;
   static inline thread_local const CallbackScope* tCurrent = nullptr;
 };
 

@@ -2,6 +2,7 @@
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "report.hpp"
+#include "trace.hpp"
 
 namespace baton::core {
 
@@ -69,6 +70,7 @@ void Device::markLost(const std::string& reason) {
     lostReason_ = reason;
     lost_.store(true, std::memory_order_release);
   }
+  trace::deviceLost(label_, reason);
   Notifier::Scope scope;
   message(instance(), MessageSeverity::Error, label_ + " lost: " + reason);
   std::string text = label_ + " was lost: " + reason;

@@ -2,6 +2,7 @@
 
 #include "objects.hpp"
 #include "report.hpp"
+#include "trace.hpp"
 
 namespace baton::core {
 
@@ -28,9 +29,14 @@ std::vector<std::pair<uint64_t, ObjectType>> ChildSet::takeAll() {
 Instance::Instance(const InstanceCreateInfo& info)
     : callback_(info.debugCallback), userData_(info.debugUserData) {
   registerInstance(this);
+  trace::instanceCreated(info.tracePath);
 }
 
-Instance::~Instance() { unregisterInstance(this); }
+Instance::~Instance() {
+  unregisterInstance(this);
+  // After its devices (they hold references to it): the last instance's trace is complete.
+  trace::instanceDestroyed();
+}
 
 void Instance::debug(MessageSeverity severity, const std::string& text) const {
   if (callback_) callback_(severity, text.c_str(), userData_);

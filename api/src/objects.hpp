@@ -146,6 +146,9 @@ class Queue : public Object, private Waiter {
   // Fails every held submission with `why` (device destroyed or lost).
   void failHeld(const Status& why);
 
+  // The queue's track in the timeline trace (trace.cpp), 0 until it is first traced.
+  std::atomic<uint32_t> traceTrack{0};
+
  private:
   enum class Resolution { Ready, Failed, Blocked };
   // Blocked: *blocking is the semaphore of the first wait that cannot be met yet, and node_'s

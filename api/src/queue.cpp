@@ -7,6 +7,7 @@
 
 #include "notifier.hpp"
 #include "objects.hpp"
+#include "trace.hpp"
 
 namespace baton::core {
 
@@ -90,6 +91,7 @@ void Queue::releaseLocked() {
     std::unique_ptr<Submission> sub = std::move(held_.front());
     held_.pop_front();
     if (r == Resolution::Ready) {
+      trace::released(*sub);
       impl_->issue(std::move(sub));
     } else {
       failSignals(*sub, failure);
@@ -122,6 +124,7 @@ Status Queue::submit(std::unique_ptr<Submission> sub) {
   Semaphore* blocking = nullptr;
   switch (resolve(*sub, &failure, &blocking)) {
     case Resolution::Ready:
+      trace::released(*sub);
       // Issued on this thread when the backend can (QueueImpl::startDirect): the driver calls
       // run after the lock is released, in the order startDirect took.
       if (impl_->startDirect(sub)) {
@@ -203,6 +206,7 @@ Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Resu
 }
 
 void failSignals(Submission& sub, const Status& why) {
+  trace::failed(sub.traceId, why);
   Notifier::Scope scope;
   Result code = why.code() == Result::ErrorDeviceLost ? Result::ErrorDeviceLost
                                                       : Result::ErrorSemaphoreFailed;

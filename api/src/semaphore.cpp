@@ -6,6 +6,7 @@
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "parker.hpp"
+#include "trace.hpp"
 
 namespace baton::core {
 
@@ -60,6 +61,7 @@ std::string Semaphore::failureReason() {
 }
 
 Status Semaphore::signal(uint64_t v) {
+  const uint64_t traceBegin = trace::on() ? nowNs() : 0;
   Notifier::Scope scope;
   {
     std::lock_guard<Mutex> lock(mutex_);
@@ -73,9 +75,11 @@ Status Semaphore::signal(uint64_t v) {
                    static_cast<unsigned long long>(current));
     }
     value_.store(v, std::memory_order_release);
+    trace::reached(*this, v);
     dropReachedLocked(v);
     notifyLocked(SemaphoreEvent::Reached, nullptr);
   }
+  if (traceBegin) trace::hostSignal(*this, v, traceBegin);
   if (mirror_) mirror_->onReached(*this, v);
   return Status();
 }
@@ -89,6 +93,7 @@ void Semaphore::reach(uint64_t v) {
     if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
       return;
     value_.store(v, std::memory_order_release);
+    trace::reached(*this, v);
     dropReachedLocked(v);
     notifyLocked(SemaphoreEvent::Reached, nullptr);
   }
@@ -108,6 +113,7 @@ bool Semaphore::fail(Result code, const std::string& reason, const std::string& 
     hasTimepoints_.store(false, std::memory_order_release);
     notifyLocked(SemaphoreEvent::Failed, nullptr);
   }
+  trace::semaphoreFailed(*this, code, reason);
   if (mirror_) mirror_->onFailed(*this);
   return true;
 }
@@ -126,6 +132,7 @@ void Semaphore::addTimepoint(uint64_t v, Ref<Timepoint> timepoint) {
     pending_.insert(at, Pending{v, std::move(timepoint)});
   }
   hasTimepoints_.store(true, std::memory_order_release);
+  trace::published(*this, v);
   notifyLocked(SemaphoreEvent::TimepointAdded, raw, v);
 }
 
@@ -241,9 +248,7 @@ class HostWaiter : public Object, public Waiter {
   Parker parker;
 };
 
-}  // namespace
-
-Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline deadline) {
+Status waitUntraced(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline deadline) {
   if (entries.empty()) return Status();
   const bool any = mode == WaitMode::Any;
   Ref<HostWaiter> waiterRef;  // made on the first sleep: satisfied waits allocate nothing
@@ -344,6 +349,17 @@ Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline dea
       deadline = Deadline::immediate();
     }
   }
+}
+
+}  // namespace
+
+Status hostWait(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline deadline) {
+  if (!trace::on()) [[likely]]
+    return waitUntraced(entries, mode, deadline);
+  trace::HostWaitSlice traced(entries, mode);
+  Status s = waitUntraced(entries, mode, deadline);
+  traced.setResult(s.code());
+  return s;
 }
 
 }  // namespace baton::core

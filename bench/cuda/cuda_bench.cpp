@@ -36,7 +36,9 @@
 // moved by up to 2x between runs).
 // BATON_BENCH_SCALE=<n> divides the iteration counts (a smoke run). Output is unbuffered.
 // Arguments name the benchmarks to run (submit parts ping-pong wbs wake naive cpu steady); none:
-// all. `--backend cuda|hip` picks the backend: the first device of that backend is used. A
+// all. `--backend cuda|hip` picks the backend: the first device of that backend is used.
+// `--trace <path>` adds two rows to the submit figure: the same batches with a timeline trace
+// session paused (its hooks off) and recording, alternating, the trace then written to <path>. A
 // backend that is not built, not loaded or has no device, or a driver that cannot run the
 // kernels (the tests' fake driver), ends the run with the reason and exit code 77 (a skip).
 #include <sys/resource.h>
@@ -55,6 +57,7 @@
 #include "ptx_kernels.hpp"
 #include "raw_driver.hpp"
 #include "stream_backend.hpp"
+#include "trace.hpp"
 
 namespace {
 
@@ -206,6 +209,9 @@ double elapsedUs(RawEvent a, RawEvent b) {
   std::printf("cuda_bench: %s\n", why.c_str());
   std::exit(77);
 }
+
+// --trace <path>: the submit figure also with the timeline trace on, written to <path>.
+const char* tracePath = nullptr;
 
 // The backend under test (--backend).
 baton::BackendKind backendKind = baton::BackendKind::Cuda;
@@ -362,6 +368,39 @@ void benchSubmit() {
                 median(enqueuedRatios));
   row("  submit, until enqueued on the stream", median(enqueued) / 1e3, median(raw) / 1e3, "us",
       note);
+  if (tracePath) {
+    // The same batches with the timeline trace recording and not, alternating within one trace
+    // session (paused between): what the trace's hooks cost submit() when on, and off.
+    std::vector<double> off, on;
+    if (!baton::core::trace::start(tracePath))
+      die("--trace", "a trace session already runs (BATON_TRACE is set?)");
+    for (int rep = 0; rep < kReps; ++rep) {
+      for (bool traced : {false, true}) {
+        baton::core::trace::pause(!traced);
+        const uint64_t records = baton::stream::stats().recordsIssued;
+        BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
+        while (baton::stream::stats().recordsIssued < records + 1) std::this_thread::yield();
+        baton::SemaphoreValue wait{s, sv}, signal{t, tv};
+        baton::SubmitInfo info{wait, {}, signal};
+        auto t0 = Clock::now();
+        for (int i = 0; i < kBatch; ++i) {
+          signal.value = ++tv;
+          BATON_OK(env.q[1].submit(info));
+        }
+        (traced ? on : off).push_back(nsSince(t0) / kBatch);
+        BATON_OK(env.device.waitIdle());
+      }
+    }
+    baton::core::trace::pause(false);
+    const baton::core::Status written = baton::core::trace::stop();
+    if (!written.ok()) die("--trace", written.message().c_str());
+    row("  submit, trace session paused", median(off) / 1e3, median(raw) / 1e3, "us",
+        "(the hooks' cost when off: one relaxed load each)");
+    std::snprintf(note, sizeof note,
+                  "(the trace recording; %.2fx the paused figure; written to %s)",
+                  median(on) / median(off), tracePath);
+    row("  submit, trace recording", median(on) / 1e3, median(raw) / 1e3, "us", note);
+  }
   // The backend-independent part: the same submission on a host queue (validation, handles,
   // scheduler, semaphores), whose issue is a push to a worker thread.
   {
@@ -856,12 +895,16 @@ int main(int argc, char** argv) {
                  {"wake", benchHostWake},       {"naive", benchNaive},
                  {"cpu", benchCpuWhileWaiting}, {"steady", benchSteadyState}};
   const char* usage =
-      "usage: cuda_bench [--backend cuda|hip] [submit parts ping-pong wbs wake naive cpu "
-      "steady]\n";
+      "usage: cuda_bench [--backend cuda|hip] [--trace PATH] [submit parts ping-pong wbs wake "
+      "naive cpu steady]\n";
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--backend" && i + 1 < argc) a += "=" + std::string(argv[++i]);
+    if (a == "--trace" && i + 1 < argc) {
+      tracePath = argv[++i];
+      continue;
+    }
     if (a == "--help" || a == "-h") {
       std::printf("%s", usage);
       return 0;

@@ -2,6 +2,7 @@
 // in order. It is the reference implementation of the semantics and the CI target. Semaphores
 // are pure core objects, so host queues interoperate with every backend: a wait on a recorded
 // device signal (a Timepoint) is accepted and waited for on the worker thread.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -16,6 +17,7 @@
 #include "callback_scope.hpp"
 #include "notifier.hpp"
 #include "objects.hpp"
+#include "trace.hpp"
 
 namespace baton::core {
 namespace {
@@ -26,6 +28,8 @@ class HostQueue final : public QueueImpl {
  public:
   HostQueue(Device& device, uint32_t index) : device_(device), index_(index) {
     worker_ = std::thread([this] { run(); });
+    // For profilers, debuggers and the timeline trace's track names (as the stream backends do).
+    pthread_setname_np(worker_.native_handle(), "baton-host");
   }
   ~HostQueue() override {
     {
@@ -98,10 +102,13 @@ class HostQueue final : public QueueImpl {
         failSignals(sub, s.context(format("host queue %u waiting for semaphore '%s' >= %llu",
                                           index_, w.semaphore->name().c_str(),
                                           static_cast<unsigned long long>(w.value))));
+        trace::completed(sub.traceId);
         return;
       }
     }
+    trace::issued(sub.traceId);  // executes from here: the trace's slice of the submission
     Status s = run(sub);
+    trace::completed(sub.traceId);  // before the signals: what they release comes after it
     if (!s.ok()) {
       failSignals(sub, s);
       return;
@@ -151,7 +158,7 @@ class HostQueue final : public QueueImpl {
           case Command::Kind::HostCall: {
             Result r;
             {
-              CallbackScope running(&device_, index_, CallbackScope::kHostCall);
+              CallbackScope running(&device_, index_, CallbackScope::kHostCall, sub.traceId);
               r = c.hostCallback(c.userData);
             }
             if (isError(r))
@@ -162,7 +169,7 @@ class HostQueue final : public QueueImpl {
           case Command::Kind::Native: {
             Result r;
             {
-              CallbackScope running(&device_, index_, CallbackScope::kNative);
+              CallbackScope running(&device_, index_, CallbackScope::kNative, sub.traceId);
               r = c.nativeCallback(native(), c.userData);
             }
             if (isError(r))

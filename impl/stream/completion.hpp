@@ -32,6 +32,7 @@
 #include "queue_shared.hpp"
 #include "stream_counters.hpp"
 #include "stream_tuning.hpp"
+#include "trace.hpp"
 
 namespace baton::stream {
 namespace {
@@ -251,6 +252,9 @@ class Completion {
     uint64_t submissions = 0, ops = 0;
     bool resume = false;
     for (size_t i = 0; i < n; ++i) ops += inflight_[i].ops;
+    if (core::trace::on())  // the trace's "completed as observed", before the signals go out
+      for (size_t i = 0; i < n; ++i)
+        if (inflight_[i].submission) core::trace::completed(inflight_[i].submission->traceId);
     {
       core::Notifier::Scope scope;  // releases run once, when the batch is published
       // Before the timepoints complete: their host waiters must find the signals failed.
@@ -352,6 +356,7 @@ class Completion {
         r.timepoint->complete(why);
         if (r.submission) {
           ++submissions;
+          core::trace::completed(r.submission->traceId);
           if (!r.signalsDone) core::failSignals(*r.submission, why);
           if (r.hostPublished) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
         }

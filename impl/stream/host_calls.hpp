@@ -44,6 +44,7 @@ struct HostCalls {
   // refuse inside its callbacks). The device outlives its submissions' host calls.
   const core::Device* device = nullptr;
   uint32_t queueIndex = 0;
+  uint64_t traceId = 0;  // the submission's Submission::traceId (trace.hpp)
 };
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "stream_driver.hpp"
 #include "stream_interop.hpp"
 #include "stream_timepoint.hpp"
+#include "trace.hpp"
 
 namespace baton::stream {
 namespace {
@@ -51,6 +52,7 @@ class Issuer {
   explicit Issuer(QueueShared& q) : q_(q), d_(q.driver), current_(nullptr) {}
 
   void start(Issue&& e) {
+    core::trace::issueBegin(e.submission->traceId);
     Record rec;
     rec.submission = std::move(e.submission);
     rec.published = std::move(e.timepoint);
@@ -84,6 +86,7 @@ class Issuer {
   void resume() {
     Record rec = std::move(*q_.continuation);
     q_.continuation.reset();
+    core::trace::issueBegin(rec.submission->traceId);
     int32_t failed = rec.hostCalls->firstError.load(std::memory_order_acquire);
     if (failed != 0) {
       finish(std::move(rec), hostCallFailure(failed));  // the rest does not run
@@ -188,6 +191,7 @@ class Issuer {
   // the already enqueued work uses alive until the event completes).
   void finish(Record&& rec, Status st) {
     core::Submission& sub = *rec.submission;
+    core::trace::issued(sub.traceId);
     // Signals go out as timepoints unless the completion thread must publish them (host calls,
     // see below). Only then may imported semaphores be signalled GPU-side, and before the
     // record: when the event completes, the OS semaphore already has the value, so forwarding
@@ -361,6 +365,7 @@ class Issuer {
       rec.hostCalls->queue = q_.weak_from_this();
       rec.hostCalls->device = q_.coreDevice;
       rec.hostCalls->queueIndex = q_.index;
+      rec.hostCalls->traceId = sub.traceId;
     }
 
     while (const core::Command* next = current(rec)) {
@@ -409,7 +414,8 @@ class Issuer {
           nq.queueIndex = q_.index;
           Result r;
           {
-            core::CallbackScope running(q_.coreDevice, q_.index, core::CallbackScope::kNative);
+            core::CallbackScope running(q_.coreDevice, q_.index, core::CallbackScope::kNative,
+                                        sub.traceId);
             r = c.nativeCallback(nq, c.userData);
           }
           // The callback may have switched contexts (cudaSetDevice): what this thread does next

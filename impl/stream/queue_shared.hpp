@@ -450,7 +450,8 @@ void HostCalls::trampoline(void* data) {
   {
     // A callback may signal baton semaphores; what that releases must not be issued here.
     core::Notifier::Scope scope;
-    core::CallbackScope running(owner.device, owner.queueIndex, core::CallbackScope::kHostCall);
+    core::CallbackScope running(owner.device, owner.queueIndex, core::CallbackScope::kHostCall,
+                                owner.traceId);
     tInsideHostFunction = true;
     r = call->callback(call->userData);
     tInsideHostFunction = false;

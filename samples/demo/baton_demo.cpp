@@ -2,7 +2,12 @@
 // flight pipelined through ONE timeline semaphore shared by both, and no host synchronisation
 // per frame (issue 4). The last frame is written as a PNG.
 //
-//   baton-demo [--frames N] [--out path.png] [--particles N] [--size PIXELS]
+//   baton-demo [--frames N] [--out path.png] [--particles N] [--size PIXELS] [--trace path.json]
+//
+// It also writes baton's timeline trace of the run (InstanceCreateInfo::tracePath) next to the
+// PNG, as <out>-trace.json (--trace names another file, --trace "" writes none): open it in the
+// Perfetto UI or draw it with tools/baton-trace-render (scripts/demo.sh does, as
+// <out>-trace.svg).
 //
 // Exit status: 0 done, 1 an error (printed), 77 no usable Vulkan device (a skip for meson test).
 //
@@ -472,6 +477,8 @@ struct Options {
   uint32_t particles = 1u << 18;
   uint32_t size = 512;
   std::string out = "baton-demo.png";
+  std::string trace;  // "": <out without .png>-trace.json
+  bool traceSet = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -498,14 +505,23 @@ Options parse(int argc, char** argv) {
       o.particles = number(256, 1u << 24);
     } else if (a == "--size") {
       o.size = number(16, 8192);
+    } else if (a == "--trace") {
+      o.trace = value();
+      o.traceSet = true;
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "usage: baton-demo [--frames N] [--out path.png] [--particles N] "
-          "[--size PIXELS]\n");
+          "[--size PIXELS] [--trace path.json]\n");
       std::exit(0);
     } else {
       die("unknown argument '" + a + "' (try --help)");
     }
+  }
+  if (!o.traceSet) {
+    const size_t dot = o.out.size() >= 4 && o.out.compare(o.out.size() - 4, 4, ".png") == 0
+                           ? o.out.size() - 4
+                           : o.out.size();
+    o.trace = o.out.substr(0, dot) + "-trace.json";
   }
   return o;
 }
@@ -529,6 +545,9 @@ int main(int argc, char** argv) {
   // ---- baton: the best backend for the simulation -----------------------------------------
   baton::InstanceCreateInfo ii;
   ii.debugCallback = &printMessage;
+  // The timeline trace of the whole run, written when the instance is destroyed (a few hundred
+  // records per frame: cheap next to a frame).
+  ii.tracePath = opt.trace.empty() ? nullptr : opt.trace.c_str();
   baton::UniqueInstance instance;
   check(baton::createInstance(ii, instance.put()), "createInstance");
   baton::PhysicalDevice hostPd, cudaPd;
@@ -944,7 +963,8 @@ int main(int argc, char** argv) {
   note.reset();
   check(baton::destroyVulkanTimeline(gpu.view(), timeline), "destroyVulkanTimeline");
   device.reset();
-  instance.reset();
+  instance.reset();  // the last instance: baton writes the trace
+  if (!opt.trace.empty()) std::printf("wrote timeline trace %s\n", opt.trace.c_str());
   vkDeviceWaitIdle(gpu.device);
   if (queries) vkDestroyQueryPool(gpu.device, queries, nullptr);
   vkDestroyDescriptorPool(gpu.device, descriptorPool, nullptr);

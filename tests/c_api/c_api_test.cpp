@@ -64,6 +64,7 @@ TEST(CApiDefaults, InitMacrosAreTheCppDefaults) {
   EXPECT_EQ(cInstance.debug_callback, nullptr);
   EXPECT_EQ(cInstance.debug_user_data, instance.debugUserData);
   EXPECT_EQ(cInstance.backend_mask, instance.backendMask);
+  EXPECT_EQ(cInstance.trace_path, instance.tracePath);
   const baton::SemaphoreCreateInfo semaphore;
   const baton_semaphore_create_info cSemaphore = c_api_default_semaphore_create_info();
   EXPECT_EQ(cSemaphore.initial_value, semaphore.initialValue);

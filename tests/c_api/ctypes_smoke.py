@@ -27,7 +27,7 @@ Handle = C.c_void_p
 
 class InstanceCreateInfo(C.Structure):
     _fields_ = [("debug_callback", C.c_void_p), ("debug_user_data", C.c_void_p),
-                ("backend_mask", C.c_uint32)]
+                ("backend_mask", C.c_uint32), ("trace_path", C.c_char_p)]
 
 
 class SemaphoreCreateInfo(C.Structure):

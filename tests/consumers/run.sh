@@ -7,6 +7,8 @@
 #                (subprojects/baton links to this checkout; no GoogleTest wanted for it)
 #   pkg-config   consumer.cpp compiled with `pkg-config --cflags --libs baton` (C++17)
 #   c            consumer.c compiled as strict C11 with `pkg-config --cflags --libs baton`
+# and, first, checks that the installed libbaton.so.0 exports the public API only
+# (scripts/check-exports.sh against the installed headers; the line "exports" of the summary).
 #
 # The C++ consumers also check that baton/version.hpp's macros match the version their build
 # system reports (pkg-config --modversion, CMake's baton_VERSION, the Meson dependency).
@@ -73,6 +75,16 @@ check_loads_installed() {  # <executable>
 }
 
 # ---- the consumers (each run as `run.sh --consumer WORK FUNCTION`) ----------------------------
+consumer_exports() {
+  # Not a consumer: the installed library's dynamic symbols, checked against the installed
+  # headers (docs/abi.md); its count line is shown as "consumer exports: ...".
+  local libdir includedir
+  libdir="$(pkg-config --variable=libdir baton)"
+  includedir="$(pkg-config --variable=includedir baton)"
+  bash "$root/scripts/check-exports.sh" --headers "$includedir/baton" "$libdir/libbaton.so.0" |
+    sed 's/^check-exports: /consumer exports: /'
+}
+
 consumer_cmake() {
   # Only the installed prefix is searched for baton (CMAKE_FIND_USE_PACKAGE_REGISTRY off too).
   cmake -S "$here/cmake" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
@@ -167,6 +179,7 @@ if [ "$version" != "$project_version" ]; then
   exit 1
 fi
 
+run_consumer exports consumer_exports
 run_consumer cmake consumer_cmake
 run_consumer meson consumer_meson
 run_consumer pkg-config consumer_pkg_config

@@ -113,6 +113,10 @@ if has demo; then
   log demo
   (cd "$OUT" && timeout 120 stdbuf -oL "$B/samples/demo/baton-demo" --frames 120 --out "$OUT/baton-demo.png") > "$OUT/demo.log" 2>&1
   echo "rc=$?"; grep -vE "^ *frame +[0-9]+ " "$OUT/demo.log" | head -40
+  # Its timeline trace (baton-demo-trace.json), drawn as the README's picture.
+  if [ -f "$OUT/baton-demo-trace.json" ] && command -v python3 > /dev/null; then
+    python3 tools/baton-trace-render "$OUT/baton-demo-trace.json" -o "$OUT/baton-demo-trace.svg"
+  fi
 fi
 # compute-sanitizer over the CUDA tests and the conformance suite on CUDA: memcheck, racecheck and
 # synccheck, the six runs side by side (each its own process on the one GPU).
@@ -156,7 +160,9 @@ if has soakwait; then
 fi
 if has bench; then
   log bench
-  timeout 200 stdbuf -oL "$B/bench/cuda/cuda_bench" > "$OUT/bench.log" 2>&1
+  # --trace: the submit figure also with a timeline trace session paused and recording.
+  timeout 200 stdbuf -oL "$B/bench/cuda/cuda_bench" --trace /tmp/cuda-bench-trace.json \
+    > "$OUT/bench.log" 2>&1
   echo "rc=$?"; cat "$OUT/bench.log"
   if [ -n "${BLOCKING_TOO:-}" ]; then
     BATON_CUDA_BLOCKING_SYNC_EVENTS=1 BATON_BENCH_SCALE=4 timeout 120 stdbuf -oL "$B/bench/cuda/cuda_bench" > "$OUT/bench-blocking.log" 2>&1

@@ -38,13 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Marks the functions the shared library exports (default visibility, so that they stay
- * exported when the library is built with hidden visibility). */
-#if defined(__GNUC__) || defined(__clang__)
-#define BATON_C_EXPORT __attribute__((visibility("default")))
-#else
-#define BATON_C_EXPORT
-#endif
+#include "baton/export.h" /* BATON_API: marks the functions libbaton exports */
 
 #ifdef __cplusplus
 extern "C" {
@@ -102,11 +96,11 @@ static inline bool baton_is_error(baton_result result) { return result < 0; }
 
 /* The C++ enumerator's name ("ErrorSemaphoreFailed", as messages print it); "Result(<n>)" for
  * unknown values (from a per-thread buffer). Never null. Thread safe. */
-BATON_C_EXPORT const char* baton_result_name(baton_result result);
+BATON_API const char* baton_result_name(baton_result result);
 
 /* The message of the most recent error returned to this thread by any baton call (C or C++), or
  * "" when none. Owned by baton; valid until this thread's next baton call. Thread safe. */
-BATON_C_EXPORT const char* baton_last_error_message(void);
+BATON_API const char* baton_last_error_message(void);
 
 /* ---- common types (baton/fwd.hpp) ----------------------------------------------------------- */
 
@@ -126,7 +120,7 @@ typedef enum baton_backend_kind {
 #define BATON_ALL_BACKENDS ((1u << BATON_BACKEND_KIND_COUNT) - 1u)
 
 /* "host", "cuda", "hip" ("unknown" otherwise). Never null; static storage. Thread safe. */
-BATON_C_EXPORT const char* baton_backend_name(baton_backend_kind kind);
+BATON_API const char* baton_backend_name(baton_backend_kind kind);
 
 /* Host waits over several semaphores: satisfied when all, or any one, of the values is reached. */
 typedef enum baton_wait_mode {
@@ -162,9 +156,12 @@ typedef struct baton_instance_create_info {
   void* debug_user_data;               /* passed to debug_callback; baton never touches it */
   /* Backends to load, as BATON_BACKEND_BIT flags; the host backend is always loaded. */
   uint32_t backend_mask;
+  /* Where to write a timeline trace (Chrome trace-event JSON), or NULL for none; copied. The
+   * environment variable BATON_TRACE takes precedence. (InstanceCreateInfo::tracePath) */
+  const char* trace_path;
 } baton_instance_create_info;
 #define BATON_INSTANCE_CREATE_INFO_INIT \
-  { NULL, NULL, BATON_ALL_BACKENDS }
+  { NULL, NULL, BATON_ALL_BACKENDS, NULL }
 
 /* What baton_instance_enumerate_backends reports for each backend baton knows. */
 typedef struct baton_backend_info {
@@ -181,8 +178,8 @@ typedef struct baton_backend_info {
  * caller owns *instance (destroy with baton_instance_destroy). Thread safe.
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null instance, unknown mask bits),
  * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::createInstance) */
-BATON_C_EXPORT baton_result baton_create_instance(const baton_instance_create_info* info,
-                                                  baton_instance* instance);
+BATON_API baton_result baton_create_instance(const baton_instance_create_info* info,
+                                             baton_instance* instance);
 
 /* Destroys the instance. Children still alive (devices, semaphores and what they own) are
  * destroyed too, each reported through the debug callback, and the result is then
@@ -191,23 +188,23 @@ BATON_C_EXPORT baton_result baton_create_instance(const baton_instance_create_in
  * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE,
  * BATON_ERROR_INVALID_STATE (called from a callback running on one of its devices; nothing
  * changes). (Instance::destroy) */
-BATON_C_EXPORT baton_result baton_instance_destroy(baton_instance instance);
+BATON_API baton_result baton_instance_destroy(baton_instance instance);
 
 /* Two-call enumeration of every backend baton knows: with infos null, writes the count to
  * *count; otherwise fills up to *count entries (caller-owned array) and writes how many.
  * Returns BATON_SUCCESS, BATON_NOT_READY (the array was too small; not an error),
  * BATON_ERROR_INVALID_ARGUMENT (null count), BATON_ERROR_INVALID_HANDLE.
  * (Instance::enumerateBackends) */
-BATON_C_EXPORT baton_result baton_instance_enumerate_backends(baton_instance instance,
-                                                              uint32_t* count,
-                                                              baton_backend_info* infos);
+BATON_API baton_result baton_instance_enumerate_backends(baton_instance instance, uint32_t* count,
+                                                         baton_backend_info* infos);
 
 /* Lists the physical devices of every available backend, host first (the same two-call idiom).
  * The handles are owned by the instance and stay valid until it is destroyed.
  * Returns BATON_SUCCESS, BATON_NOT_READY, BATON_ERROR_INVALID_ARGUMENT (null count),
  * BATON_ERROR_INVALID_HANDLE. (Instance::enumeratePhysicalDevices) */
-BATON_C_EXPORT baton_result baton_instance_enumerate_physical_devices(
-    baton_instance instance, uint32_t* count, baton_physical_device* devices);
+BATON_API baton_result baton_instance_enumerate_physical_devices(baton_instance instance,
+                                                                 uint32_t* count,
+                                                                 baton_physical_device* devices);
 
 typedef struct baton_semaphore_create_info {
   uint64_t initial_value;
@@ -221,9 +218,9 @@ typedef struct baton_semaphore_create_info {
  * baton_semaphore_destroy). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null
  * semaphore), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY.
  * (Instance::createSemaphore) */
-BATON_C_EXPORT baton_result baton_instance_create_semaphore(baton_instance instance,
-                                                            const baton_semaphore_create_info* info,
-                                                            baton_semaphore* semaphore);
+BATON_API baton_result baton_instance_create_semaphore(baton_instance instance,
+                                                       const baton_semaphore_create_info* info,
+                                                       baton_semaphore* semaphore);
 
 /* The most entries one host wait accepts. */
 #define BATON_MAX_WAIT_COUNT 65536u
@@ -237,10 +234,10 @@ BATON_C_EXPORT baton_result baton_instance_create_semaphore(baton_instance insta
  * BATON_ERROR_INVALID_ARGUMENT (more than BATON_MAX_WAIT_COUNT entries, null waits with a
  * non-zero count, an unknown mode), BATON_ERROR_DEVICE_MISMATCH (a semaphore of another
  * instance). (Instance::waitSemaphores) */
-BATON_C_EXPORT baton_result baton_instance_wait_semaphores(baton_instance instance,
-                                                           const baton_semaphore_value* waits,
-                                                           size_t wait_count, baton_wait_mode mode,
-                                                           uint64_t timeout_ns);
+BATON_API baton_result baton_instance_wait_semaphores(baton_instance instance,
+                                                      const baton_semaphore_value* waits,
+                                                      size_t wait_count, baton_wait_mode mode,
+                                                      uint64_t timeout_ns);
 
 /* The most queues any device accepts (a physical device may accept fewer: max_queues). */
 #define BATON_MAX_QUEUES 64u
@@ -258,10 +255,10 @@ typedef struct baton_device_create_info {
  * device), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_MISMATCH (a physical device of another
  * instance), BATON_ERROR_BACKEND_UNAVAILABLE, BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_DRIVER.
  * (Instance::createDevice) */
-BATON_C_EXPORT baton_result baton_instance_create_device(baton_instance instance,
-                                                         baton_physical_device physical_device,
-                                                         const baton_device_create_info* info,
-                                                         baton_device* device);
+BATON_API baton_result baton_instance_create_device(baton_instance instance,
+                                                    baton_physical_device physical_device,
+                                                    const baton_device_create_info* info,
+                                                    baton_device* device);
 
 /* ---- physical device (baton/physical_device.hpp) -------------------------------------------- */
 
@@ -278,7 +275,7 @@ BATON_C_EXPORT baton_result baton_instance_create_device(baton_instance instance
 /* Writes the names of the set bits, comma-separated, into buffer (caller-owned; always
  * NUL-terminated when capacity > 0). Returns the number of characters the full text needs.
  * Thread safe. (baton::capabilityNames) */
-BATON_C_EXPORT size_t baton_capability_names(uint64_t capabilities, char* buffer, size_t capacity);
+BATON_API size_t baton_capability_names(uint64_t capabilities, char* buffer, size_t capacity);
 
 typedef struct baton_physical_device_properties {
   baton_backend_kind backend;
@@ -296,7 +293,7 @@ typedef struct baton_physical_device_properties {
 /* Writes the properties into *properties (caller-owned). The physical device is owned by its
  * instance. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null properties),
  * BATON_ERROR_INVALID_HANDLE. (PhysicalDevice::getProperties) */
-BATON_C_EXPORT baton_result baton_physical_device_get_properties(
+BATON_API baton_result baton_physical_device_get_properties(
     baton_physical_device physical_device, baton_physical_device_properties* properties);
 
 /* ---- device (baton/device.hpp) -------------------------------------------------------------- */
@@ -308,30 +305,30 @@ BATON_C_EXPORT baton_result baton_physical_device_get_properties(
  * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE,
  * BATON_ERROR_INVALID_STATE (called from a callback running on its queues; nothing changes).
  * (Device::destroy) */
-BATON_C_EXPORT baton_result baton_device_destroy(baton_device device);
+BATON_API baton_result baton_device_destroy(baton_device device);
 
 /* Writes queue `index` (0..queue count-1). Queues are owned by the device (never destroyed by
  * the caller). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (index out of range, null
  * queue), BATON_ERROR_INVALID_HANDLE. (Device::getQueue) */
-BATON_C_EXPORT baton_result baton_device_get_queue(baton_device device, uint32_t index,
-                                                   baton_queue* queue);
+BATON_API baton_result baton_device_get_queue(baton_device device, uint32_t index,
+                                              baton_queue* queue);
 
 /* Writes the number of queues. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
  * BATON_ERROR_INVALID_HANDLE. (Device::getQueueCount) */
-BATON_C_EXPORT baton_result baton_device_get_queue_count(baton_device device, uint32_t* count);
+BATON_API baton_result baton_device_get_queue_count(baton_device device, uint32_t* count);
 
 /* Writes the physical device the device was created on (owned by the instance).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE.
  * (Device::getPhysicalDevice) */
-BATON_C_EXPORT baton_result
-baton_device_get_physical_device(baton_device device, baton_physical_device* physical_device);
+BATON_API baton_result baton_device_get_physical_device(baton_device device,
+                                                        baton_physical_device* physical_device);
 
 /* Creates an empty command buffer for the device's queues. Ownership: the caller owns
  * *command_buffer (destroy with baton_command_buffer_destroy). Returns BATON_SUCCESS,
  * BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_LOST.
  * (Device::createCommandBuffer) */
-BATON_C_EXPORT baton_result
-baton_device_create_command_buffer(baton_device device, baton_command_buffer* command_buffer);
+BATON_API baton_result baton_device_create_command_buffer(baton_device device,
+                                                          baton_command_buffer* command_buffer);
 
 typedef enum baton_memory_kind {
   BATON_MEMORY_KIND_DEVICE = 0,      /* device-local (host memory on the host backend) */
@@ -353,20 +350,20 @@ typedef struct baton_buffer_create_info {
  * buffer), BATON_ERROR_NOT_SUPPORTED (a memory kind the device lacks),
  * BATON_ERROR_OUT_OF_DEVICE_MEMORY, BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_DEVICE_LOST,
  * BATON_ERROR_INVALID_HANDLE. (Device::createBuffer) */
-BATON_C_EXPORT baton_result baton_device_create_buffer(baton_device device,
-                                                       const baton_buffer_create_info* info,
-                                                       baton_buffer* buffer);
+BATON_API baton_result baton_device_create_buffer(baton_device device,
+                                                  const baton_buffer_create_info* info,
+                                                  baton_buffer* buffer);
 
 /* Waits for every queue of the device to be idle, or timeout_ns (BATON_WAIT_FOREVER: no limit).
  * Returns what baton_queue_wait_idle returns. (Device::waitIdle) */
-BATON_C_EXPORT baton_result baton_device_wait_idle(baton_device device, uint64_t timeout_ns);
+BATON_API baton_result baton_device_wait_idle(baton_device device, uint64_t timeout_ns);
 
 /* baton_instance_wait_semaphores that also returns BATON_ERROR_DEVICE_LOST when this device is
  * lost. (Device::waitSemaphores) */
-BATON_C_EXPORT baton_result baton_device_wait_semaphores(baton_device device,
-                                                         const baton_semaphore_value* waits,
-                                                         size_t wait_count, baton_wait_mode mode,
-                                                         uint64_t timeout_ns);
+BATON_API baton_result baton_device_wait_semaphores(baton_device device,
+                                                    const baton_semaphore_value* waits,
+                                                    size_t wait_count, baton_wait_mode mode,
+                                                    uint64_t timeout_ns);
 
 /* ---- queue (baton/queue.hpp) ---------------------------------------------------------------- */
 
@@ -397,8 +394,8 @@ typedef struct baton_submit_info {
  * an ended recording), BATON_ERROR_DEVICE_MISMATCH (a command buffer of another device, a
  * semaphore of another instance), BATON_ERROR_NON_INCREASING_VALUE (a signal not above the
  * semaphore's value), BATON_ERROR_DEVICE_LOST. (Queue::submit) */
-BATON_C_EXPORT baton_result baton_queue_submit(baton_queue queue, const baton_submit_info* submits,
-                                               size_t submit_count);
+BATON_API baton_result baton_queue_submit(baton_queue queue, const baton_submit_info* submits,
+                                          size_t submit_count);
 
 /* Queue-ordered allocation: creates *buffer now, its memory allocated in queue order once the
  * waits are met, before the signals are signalled; use it only in work ordered after the
@@ -408,12 +405,12 @@ BATON_C_EXPORT baton_result baton_queue_submit(baton_queue queue, const baton_su
  * allocation, a memory kind the device lacks), BATON_ERROR_INVALID_ARGUMENT (size 0, so also a
  * null info; an unknown memory kind; null buffer) and BATON_ERROR_OUT_OF_DEVICE_MEMORY.
  * (Queue::allocaBuffer) */
-BATON_C_EXPORT baton_result baton_queue_alloca_buffer(baton_queue queue,
-                                                      const baton_semaphore_value* waits,
-                                                      size_t wait_count,
-                                                      const baton_buffer_create_info* info,
-                                                      const baton_semaphore_value* signals,
-                                                      size_t signal_count, baton_buffer* buffer);
+BATON_API baton_result baton_queue_alloca_buffer(baton_queue queue,
+                                                 const baton_semaphore_value* waits,
+                                                 size_t wait_count,
+                                                 const baton_buffer_create_info* info,
+                                                 const baton_semaphore_value* signals,
+                                                 size_t signal_count, baton_buffer* buffer);
 
 /* Queue-ordered free of a buffer made by baton_queue_alloca_buffer: its memory is returned in
  * queue order after the waits, then the signals are signalled. Ownership: success consumes the
@@ -421,22 +418,22 @@ BATON_C_EXPORT baton_result baton_queue_alloca_buffer(baton_queue queue,
  * Returns what baton_queue_submit returns, plus BATON_ERROR_INVALID_HANDLE (a null or destroyed
  * buffer), BATON_ERROR_INVALID_ARGUMENT (a buffer not made by alloca: use baton_buffer_destroy),
  * BATON_ERROR_DEVICE_MISMATCH (a buffer of another device). (Queue::deallocaBuffer) */
-BATON_C_EXPORT baton_result baton_queue_dealloca_buffer(baton_queue queue,
-                                                        const baton_semaphore_value* waits,
-                                                        size_t wait_count, baton_buffer buffer,
-                                                        const baton_semaphore_value* signals,
-                                                        size_t signal_count);
+BATON_API baton_result baton_queue_dealloca_buffer(baton_queue queue,
+                                                   const baton_semaphore_value* waits,
+                                                   size_t wait_count, baton_buffer buffer,
+                                                   const baton_semaphore_value* signals,
+                                                   size_t signal_count);
 
 /* Blocks until every batch submitted to the queue before the call has finished (held batches
  * count as unfinished), or timeout_ns passes (BATON_WAIT_FOREVER: no limit).
  * Returns BATON_SUCCESS, BATON_TIMEOUT, BATON_ERROR_DEVICE_LOST, BATON_ERROR_INVALID_HANDLE,
  * BATON_ERROR_INVALID_STATE (at once, from a callback running on a queue of this device).
  * (Queue::waitIdle) */
-BATON_C_EXPORT baton_result baton_queue_wait_idle(baton_queue queue, uint64_t timeout_ns);
+BATON_API baton_result baton_queue_wait_idle(baton_queue queue, uint64_t timeout_ns);
 
 /* Writes the device that owns the queue. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
  * (null), BATON_ERROR_INVALID_HANDLE. (Queue::getDevice) */
-BATON_C_EXPORT baton_result baton_queue_get_device(baton_queue queue, baton_device* device);
+BATON_API baton_result baton_queue_get_device(baton_queue queue, baton_device* device);
 
 /* ---- semaphore (baton/semaphore.hpp) -------------------------------------------------------- */
 
@@ -445,36 +442,36 @@ BATON_C_EXPORT baton_result baton_queue_get_device(baton_queue queue, baton_devi
  * BATON_ERROR_OBJECT_IN_USE; the handle is invalid afterwards in every case.
  * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE.
  * (Semaphore::destroy) */
-BATON_C_EXPORT baton_result baton_semaphore_destroy(baton_semaphore semaphore);
+BATON_API baton_result baton_semaphore_destroy(baton_semaphore semaphore);
 
 /* Writes the current value. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED (*value is still
  * written: the last value reached), BATON_ERROR_INVALID_ARGUMENT (null value),
  * BATON_ERROR_INVALID_HANDLE. (Semaphore::getValue) */
-BATON_C_EXPORT baton_result baton_semaphore_get_value(baton_semaphore semaphore, uint64_t* value);
+BATON_API baton_result baton_semaphore_get_value(baton_semaphore semaphore, uint64_t* value);
 
 /* Signals `value` from the host, waking host waiters and releasing submissions that wait for it.
  * Returns BATON_SUCCESS, BATON_ERROR_NON_INCREASING_VALUE (value <= current value; nothing
  * changes), BATON_ERROR_SEMAPHORE_FAILED (already failed), BATON_ERROR_INVALID_HANDLE.
  * (Semaphore::signal) */
-BATON_C_EXPORT baton_result baton_semaphore_signal(baton_semaphore semaphore, uint64_t value);
+BATON_API baton_result baton_semaphore_signal(baton_semaphore semaphore, uint64_t value);
 
 /* Fails the semaphore with `reason` (copied; null gives "failed by the host"); the first failure
  * wins. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED or BATON_ERROR_DEVICE_LOST (already
  * failed: that failure's own result; nothing changes), BATON_ERROR_INVALID_HANDLE.
  * (Semaphore::fail) */
-BATON_C_EXPORT baton_result baton_semaphore_fail(baton_semaphore semaphore, const char* reason);
+BATON_API baton_result baton_semaphore_fail(baton_semaphore semaphore, const char* reason);
 
 /* Writes the first failure reason into buffer (caller-owned; NUL-terminated, truncated to
  * capacity), or "" when the semaphore has not failed. Returns BATON_SUCCESS,
  * BATON_ERROR_INVALID_ARGUMENT (null buffer, capacity 0; nothing written),
  * BATON_ERROR_INVALID_HANDLE. (Semaphore::getFailureReason) */
-BATON_C_EXPORT baton_result baton_semaphore_get_failure_reason(baton_semaphore semaphore,
-                                                               char* buffer, size_t capacity);
+BATON_API baton_result baton_semaphore_get_failure_reason(baton_semaphore semaphore, char* buffer,
+                                                          size_t capacity);
 
 /* Host wait for one value; baton_instance_wait_semaphores with a single entry (the same
  * results). (Semaphore::wait) */
-BATON_C_EXPORT baton_result baton_semaphore_wait(baton_semaphore semaphore, uint64_t value,
-                                                 uint64_t timeout_ns);
+BATON_API baton_result baton_semaphore_wait(baton_semaphore semaphore, uint64_t value,
+                                            uint64_t timeout_ns);
 
 /* ---- command buffer (baton/command_buffer.hpp) ---------------------------------------------- */
 
@@ -508,15 +505,15 @@ typedef baton_result (*baton_native_callback)(const baton_native_queue* queue, v
 
 /* Destroys the command buffer; pending submissions keep their recording.
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::destroy) */
-BATON_C_EXPORT baton_result baton_command_buffer_destroy(baton_command_buffer command_buffer);
+BATON_API baton_result baton_command_buffer_destroy(baton_command_buffer command_buffer);
 
 /* Starts a new recording, discarding the previous one (pending submissions keep theirs).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::begin) */
-BATON_C_EXPORT baton_result baton_command_buffer_begin(baton_command_buffer command_buffer);
+BATON_API baton_result baton_command_buffer_begin(baton_command_buffer command_buffer);
 
 /* Ends the recording; only ended command buffers can be submitted. Returns BATON_SUCCESS,
  * BATON_ERROR_INVALID_STATE (not recording), BATON_ERROR_INVALID_HANDLE. (CommandBuffer::end) */
-BATON_C_EXPORT baton_result baton_command_buffer_end(baton_command_buffer command_buffer);
+BATON_API baton_result baton_command_buffer_end(baton_command_buffer command_buffer);
 
 /* Each recording call returns BATON_SUCCESS, BATON_ERROR_INVALID_STATE (not between begin and
  * end), BATON_ERROR_INVALID_HANDLE (the command buffer or a buffer), BATON_ERROR_DEVICE_MISMATCH
@@ -526,58 +523,57 @@ BATON_C_EXPORT baton_result baton_command_buffer_end(baton_command_buffer comman
 
 /* Copies `size` bytes; the ranges may share a buffer but must not overlap.
  * (CommandBuffer::copyBuffer) */
-BATON_C_EXPORT baton_result baton_command_buffer_copy_buffer(baton_command_buffer command_buffer,
-                                                             baton_buffer src, uint64_t src_offset,
-                                                             baton_buffer dst, uint64_t dst_offset,
-                                                             uint64_t size);
+BATON_API baton_result baton_command_buffer_copy_buffer(baton_command_buffer command_buffer,
+                                                        baton_buffer src, uint64_t src_offset,
+                                                        baton_buffer dst, uint64_t dst_offset,
+                                                        uint64_t size);
 
 /* Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
  * (CommandBuffer::fillBuffer) */
-BATON_C_EXPORT baton_result baton_command_buffer_fill_buffer(baton_command_buffer command_buffer,
-                                                             baton_buffer dst, uint64_t offset,
-                                                             uint64_t size, uint32_t pattern);
+BATON_API baton_result baton_command_buffer_fill_buffer(baton_command_buffer command_buffer,
+                                                        baton_buffer dst, uint64_t offset,
+                                                        uint64_t size, uint32_t pattern);
 
 /* Writes `size` (<= BATON_MAX_UPDATE_SIZE) bytes of `data` at offset; data is copied now (the
  * caller keeps it). (CommandBuffer::updateBuffer) */
-BATON_C_EXPORT baton_result baton_command_buffer_update_buffer(baton_command_buffer command_buffer,
-                                                               baton_buffer dst, uint64_t offset,
-                                                               uint64_t size, const void* data);
+BATON_API baton_result baton_command_buffer_update_buffer(baton_command_buffer command_buffer,
+                                                          baton_buffer dst, uint64_t offset,
+                                                          uint64_t size, const void* data);
 
 /* Records a host callback; user_data stays the caller's and must stay valid until every
  * submission of the recording has run it. (CommandBuffer::hostCall) */
-BATON_C_EXPORT baton_result baton_command_buffer_host_call(baton_command_buffer command_buffer,
-                                                           baton_host_callback callback,
-                                                           void* user_data);
+BATON_API baton_result baton_command_buffer_host_call(baton_command_buffer command_buffer,
+                                                      baton_host_callback callback,
+                                                      void* user_data);
 
 /* Records a native callback; user_data as for baton_command_buffer_host_call.
  * (CommandBuffer::native) */
-BATON_C_EXPORT baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
-                                                        baton_native_callback callback,
-                                                        void* user_data);
+BATON_API baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
+                                                   baton_native_callback callback, void* user_data);
 
 /* ---- buffer (baton/buffer.hpp) -------------------------------------------------------------- */
 
 /* Destroys the buffer handle; command buffers recorded with it keep its memory alive until their
  * pending submissions finish. Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE.
  * (Buffer::destroy) */
-BATON_C_EXPORT baton_result baton_buffer_destroy(baton_buffer buffer);
+BATON_API baton_result baton_buffer_destroy(baton_buffer buffer);
 
 /* Writes the size in bytes. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
  * BATON_ERROR_INVALID_HANDLE. (Buffer::getSize) */
-BATON_C_EXPORT baton_result baton_buffer_get_size(baton_buffer buffer, uint64_t* size);
+BATON_API baton_result baton_buffer_get_size(baton_buffer buffer, uint64_t* size);
 
 /* Writes a host pointer to the memory, owned by the buffer and valid until it is destroyed;
  * order host access against device work with semaphores. Returns BATON_SUCCESS, BATON_NOT_READY
  * (an alloca buffer whose allocation has not run yet; *host_pointer is null),
  * BATON_ERROR_NOT_SUPPORTED (device memory the host cannot map), BATON_ERROR_INVALID_ARGUMENT
  * (null), BATON_ERROR_INVALID_HANDLE. (Buffer::map) */
-BATON_C_EXPORT baton_result baton_buffer_map(baton_buffer buffer, void** host_pointer);
+BATON_API baton_result baton_buffer_map(baton_buffer buffer, void** host_pointer);
 
 /* Writes the address device code uses (a CUdeviceptr on CUDA, the host address on the host
  * backend). Returns BATON_SUCCESS, BATON_NOT_READY (an alloca buffer not yet allocated;
  * *address is 0), BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE.
  * (Buffer::getDeviceAddress) */
-BATON_C_EXPORT baton_result baton_buffer_get_device_address(baton_buffer buffer, uint64_t* address);
+BATON_API baton_result baton_buffer_get_device_address(baton_buffer buffer, uint64_t* address);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -43,7 +43,7 @@ typedef enum baton_vulkan_failure_policy {
 } baton_vulkan_failure_policy;
 
 /* "native" or "bridged". Never null; static storage. Thread safe. (baton::interopModeName) */
-BATON_C_EXPORT const char* baton_interop_mode_name(baton_interop_mode mode);
+BATON_API const char* baton_interop_mode_name(baton_interop_mode mode);
 
 /* The Vulkan device an import belongs to. Borrowed: baton never destroys these objects; keep them
  * alive while any import made with them is alive. */
@@ -94,9 +94,9 @@ typedef struct baton_vulkan_semaphore_import_info {
  * BATON_ERROR_DEVICE_MISMATCH; BATON_ERROR_INVALID_STATE (already imported);
  * BATON_ERROR_INVALID_HANDLE; BATON_ERROR_DRIVER (a Vulkan call failed);
  * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanSemaphore) */
-BATON_C_EXPORT baton_result baton_import_vulkan_semaphore(
-    baton_instance instance, const baton_vulkan_semaphore_import_info* info,
-    baton_semaphore* semaphore);
+BATON_API baton_result baton_import_vulkan_semaphore(baton_instance instance,
+                                                     const baton_vulkan_semaphore_import_info* info,
+                                                     baton_semaphore* semaphore);
 
 typedef struct baton_vulkan_timeline_create_info {
   baton_vulkan_device vulkan;
@@ -123,17 +123,17 @@ typedef struct baton_vulkan_timeline {
  * and imports it. Ownership: the caller owns both (release with baton_destroy_vulkan_timeline).
  * *timeline is written on success only. Returns what baton_import_vulkan_semaphore returns; on
  * an error nothing is left behind. (baton::createVulkanTimeline) */
-BATON_C_EXPORT baton_result
-baton_create_vulkan_timeline(baton_instance instance, const baton_vulkan_timeline_create_info* info,
-                             baton_vulkan_timeline* timeline);
+BATON_API baton_result baton_create_vulkan_timeline(baton_instance instance,
+                                                    const baton_vulkan_timeline_create_info* info,
+                                                    baton_vulkan_timeline* timeline);
 
 /* Destroys timeline->baton, then timeline->vulkan (no Vulkan work may still use it); null
  * members are skipped, so a null or zeroed timeline is BATON_SUCCESS. Returns BATON_SUCCESS,
  * BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE (what baton_semaphore_destroy returns;
  * the VkSemaphore is destroyed in each case) or BATON_ERROR_INVALID_ARGUMENT (a VkSemaphore with
  * a null vulkan->device: it is left alone). (baton::destroyVulkanTimeline) */
-BATON_C_EXPORT baton_result baton_destroy_vulkan_timeline(const baton_vulkan_device* vulkan,
-                                                          const baton_vulkan_timeline* timeline);
+BATON_API baton_result baton_destroy_vulkan_timeline(const baton_vulkan_device* vulkan,
+                                                     const baton_vulkan_timeline* timeline);
 
 /* How an import shares its object with Vulkan. */
 typedef struct baton_vulkan_interop_info {
@@ -148,8 +148,8 @@ typedef struct baton_vulkan_interop_info {
 /* Describes how `semaphore` shares its timeline with Vulkan, into *info (caller-owned; written
  * on success only). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null info; a semaphore
  * not imported from Vulkan), BATON_ERROR_INVALID_HANDLE. (baton::getVulkanSemaphoreInterop) */
-BATON_C_EXPORT baton_result baton_get_vulkan_semaphore_interop(baton_semaphore semaphore,
-                                                               baton_vulkan_interop_info* info);
+BATON_API baton_result baton_get_vulkan_semaphore_interop(baton_semaphore semaphore,
+                                                          baton_vulkan_interop_info* info);
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
@@ -182,15 +182,15 @@ typedef struct baton_vulkan_memory_import_info {
  * cannot use a host mapping; native impossible); BATON_ERROR_DEVICE_MISMATCH;
  * BATON_ERROR_INVALID_HANDLE; BATON_ERROR_DRIVER (vkMapMemory failed);
  * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanMemory) */
-BATON_C_EXPORT baton_result baton_import_vulkan_memory(baton_device device,
-                                                       const baton_vulkan_memory_import_info* info,
-                                                       baton_buffer* buffer);
+BATON_API baton_result baton_import_vulkan_memory(baton_device device,
+                                                  const baton_vulkan_memory_import_info* info,
+                                                  baton_buffer* buffer);
 
 /* Describes how `buffer` shares Vulkan memory, into *info (written on success only).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null info; a buffer not imported from
  * Vulkan), BATON_ERROR_INVALID_HANDLE. (baton::getVulkanMemoryInterop) */
-BATON_C_EXPORT baton_result baton_get_vulkan_memory_interop(baton_buffer buffer,
-                                                            baton_vulkan_interop_info* info);
+BATON_API baton_result baton_get_vulkan_memory_interop(baton_buffer buffer,
+                                                       baton_vulkan_interop_info* info);
 
 /* ---- devices --------------------------------------------------------------------------------- */
 
@@ -199,9 +199,9 @@ BATON_C_EXPORT baton_result baton_get_vulkan_memory_interop(baton_buffer buffer,
  * instance. Returns BATON_SUCCESS; BATON_ERROR_NOT_SUPPORTED (none matches; the host backend
  * never does); BATON_ERROR_INVALID_ARGUMENT; BATON_ERROR_INVALID_HANDLE.
  * (baton::matchVulkanPhysicalDevice) */
-BATON_C_EXPORT baton_result
-baton_match_vulkan_physical_device(baton_instance instance, const baton_vulkan_device* vulkan,
-                                   baton_physical_device* physical_device);
+BATON_API baton_result baton_match_vulkan_physical_device(baton_instance instance,
+                                                          const baton_vulkan_device* vulkan,
+                                                          baton_physical_device* physical_device);
 
 /* What each side supports, and what an AUTO import would use. */
 typedef struct baton_vulkan_interop_support {
@@ -222,9 +222,9 @@ typedef struct baton_vulkan_interop_support {
 /* Reports what *vulkan and `device` (may be null) support, into *support (written on success
  * only). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT, BATON_ERROR_INVALID_HANDLE.
  * (baton::queryVulkanInterop) */
-BATON_C_EXPORT baton_result baton_query_vulkan_interop(const baton_vulkan_device* vulkan,
-                                                       baton_device device,
-                                                       baton_vulkan_interop_support* support);
+BATON_API baton_result baton_query_vulkan_interop(const baton_vulkan_device* vulkan,
+                                                  baton_device device,
+                                                  baton_vulkan_interop_support* support);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
 #include "baton/unique.hpp"
@@ -19,7 +20,7 @@ struct BufferCreateInfo {
   MemoryKind memory = MemoryKind::Device;
 };
 
-class Buffer : public Handle<Buffer> {
+class BATON_API Buffer : public Handle<Buffer> {
  public:
   using Handle::Handle;
 

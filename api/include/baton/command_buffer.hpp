@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
 #include "baton/unique.hpp"
@@ -58,7 +59,7 @@ struct NativeQueue {
 // What it may call of baton: as for HostCallback.
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 
-class CommandBuffer : public Handle<CommandBuffer> {
+class BATON_API CommandBuffer : public Handle<CommandBuffer> {
  public:
   using Handle::Handle;
 

@@ -5,6 +5,7 @@
 
 #include "baton/buffer.hpp"
 #include "baton/command_buffer.hpp"
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/physical_device.hpp"
 #include "baton/queue.hpp"
@@ -28,7 +29,7 @@ struct DeviceCreateInfo {
   const char* debugName = nullptr;
 };
 
-class Device : public Handle<Device> {
+class BATON_API Device : public Handle<Device> {
  public:
   using Handle::Handle;
 

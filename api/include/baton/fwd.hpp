@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "baton/export.h"
+
 namespace baton {
 
 class Instance;
@@ -50,7 +52,7 @@ constexpr uint32_t backendBit(BackendKind kind) noexcept {
 constexpr uint32_t kAllBackends = (1u << kBackendKindCount) - 1;
 
 // The printable name of a backend: "host", "cuda", "hip". Never null. Thread safe.
-const char* backendName(BackendKind kind) noexcept;
+BATON_API const char* backendName(BackendKind kind) noexcept;
 
 // Host waits over several semaphores: satisfied when all, or any one, of the values is reached.
 enum class WaitMode : uint32_t { All = 0, Any = 1 };

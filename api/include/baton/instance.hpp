@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
 #include "baton/span.hpp"
@@ -24,6 +25,14 @@ struct InstanceCreateInfo {
   void* debugUserData = nullptr;
   // Backends to load, as backendBit() flags. The host backend is always loaded.
   uint32_t backendMask = kAllBackends;
+  // Where to write a timeline trace (Chrome trace-event JSON, for the Perfetto UI or
+  // chrome://tracing; tools/baton-trace-render draws it as an SVG), or null for none. Starts a
+  // trace session when none runs; the file is written when the last live instance is destroyed
+  // (and at process exit), which ends the session. The environment variable BATON_TRACE=<path>
+  // does the same for every instance and takes precedence. The string is copied. Tracing costs
+  // one relaxed load per hook when off; see the README's "Timeline trace" for what is recorded
+  // and its cost when on. A file that cannot be written is reported on stderr.
+  const char* tracePath = nullptr;
 };
 
 // What enumerateBackends reports for each backend baton knows (built in or not).
@@ -42,9 +51,10 @@ struct BackendInfo {
 // Ownership: the caller owns *instance and destroys it with Instance::destroy (or UniqueInstance).
 // Thread safety: may be called from any thread. Returns Success, ErrorInvalidArgument (null
 // output, unknown mask bits), ErrorOutOfHostMemory.
-[[nodiscard]] Result createInstance(const InstanceCreateInfo& info, Instance* instance) noexcept;
+[[nodiscard]] BATON_API Result createInstance(const InstanceCreateInfo& info,
+                                              Instance* instance) noexcept;
 
-class Instance : public Handle<Instance> {
+class BATON_API Instance : public Handle<Instance> {
  public:
   using Handle::Handle;
 

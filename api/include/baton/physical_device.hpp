@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
 
@@ -22,7 +23,7 @@ enum Capability : uint64_t {
 
 // Writes the names of the set bits of `capabilities`, comma-separated, into buffer (always
 // NUL-terminated when capacity > 0). Returns the number of characters the full text needs.
-size_t capabilityNames(uint64_t capabilities, char* buffer, size_t capacity) noexcept;
+BATON_API size_t capabilityNames(uint64_t capabilities, char* buffer, size_t capacity) noexcept;
 
 struct PhysicalDeviceProperties {
   BackendKind backend = BackendKind::Host;
@@ -39,7 +40,7 @@ struct PhysicalDeviceProperties {
   uint64_t capabilities = 0;  // Capability bits
 };
 
-class PhysicalDevice : public Handle<PhysicalDevice> {
+class BATON_API PhysicalDevice : public Handle<PhysicalDevice> {
  public:
   using Handle::Handle;
   // Ownership: owned by the instance that enumerated it; valid until that instance is

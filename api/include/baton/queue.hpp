@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "baton/buffer.hpp"
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
 #include "baton/semaphore.hpp"
@@ -26,7 +27,7 @@ struct SubmitInfo {
   Span<const SemaphoreValue> signals;
 };
 
-class Queue : public Handle<Queue> {
+class BATON_API Queue : public Handle<Queue> {
  public:
   using Handle::Handle;
 

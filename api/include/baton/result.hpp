@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "baton/export.h"
+
 namespace baton {
 
 enum class Result : int32_t {
@@ -36,7 +38,7 @@ enum class Result : int32_t {
 
 // The enumerator's name, e.g. "ErrorSemaphoreFailed". Never null; unknown values give
 // "Result(<n>)" from a static buffer per thread. Thread safe.
-const char* resultName(Result result) noexcept;
+BATON_API const char* resultName(Result result) noexcept;
 
 // True for the error codes (< 0); Success, NotReady and Timeout are not errors.
 constexpr bool isError(Result result) noexcept { return static_cast<int32_t>(result) < 0; }
@@ -44,6 +46,6 @@ constexpr bool isError(Result result) noexcept { return static_cast<int32_t>(res
 // The message of the most recent error returned to this thread by any baton call, or "" when
 // none has been returned yet. The pointer stays valid until this thread's next baton call.
 // Thread safe (per-thread storage).
-const char* lastErrorMessage() noexcept;
+BATON_API const char* lastErrorMessage() noexcept;
 
 }  // namespace baton

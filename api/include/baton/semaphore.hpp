@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
 #include "baton/span.hpp"
@@ -25,7 +26,7 @@ struct SemaphoreCreateInfo {
   const char* debugName = nullptr;  // copied; appears in messages about this semaphore
 };
 
-class Semaphore : public Handle<Semaphore> {
+class BATON_API Semaphore : public Handle<Semaphore> {
  public:
   using Handle::Handle;
 

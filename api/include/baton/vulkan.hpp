@@ -64,6 +64,7 @@
 
 #include "baton/buffer.hpp"
 #include "baton/device.hpp"
+#include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/instance.hpp"
 #include "baton/physical_device.hpp"
@@ -86,7 +87,7 @@ enum class InteropModeRequest : uint32_t {
 };
 
 // "native" or "bridged". Never null. Thread safe.
-const char* interopModeName(InteropMode mode) noexcept;
+BATON_API const char* interopModeName(InteropMode mode) noexcept;
 
 // What the VkSemaphore sees when its baton semaphore fails. Vulkan has no failure state.
 enum class VulkanFailurePolicy : uint32_t {
@@ -163,8 +164,9 @@ struct VulkanSemaphoreImportInfo {
 // physical device's, or a device of another instance); ErrorInvalidState (the VkSemaphore is
 // already imported); ErrorInvalidHandle; ErrorDriver (a Vulkan call failed: the VkResult is
 // named); ErrorOutOfHostMemory.
-[[nodiscard]] Result importVulkanSemaphore(Instance instance, const VulkanSemaphoreImportInfo& info,
-                                           Semaphore* semaphore) noexcept;
+[[nodiscard]] BATON_API Result importVulkanSemaphore(Instance instance,
+                                                     const VulkanSemaphoreImportInfo& info,
+                                                     Semaphore* semaphore) noexcept;
 
 struct VulkanTimelineCreateInfo {
   VulkanDevice vulkan;
@@ -186,14 +188,16 @@ struct VulkanTimeline {
 // device can export timelines that way — and imports it (importVulkanSemaphore). Ownership: the
 // caller owns both and releases them with destroyVulkanTimeline. Thread safe. Returns what
 // importVulkanSemaphore returns; on any error nothing is left behind.
-[[nodiscard]] Result createVulkanTimeline(Instance instance, const VulkanTimelineCreateInfo& info,
-                                          VulkanTimeline* timeline) noexcept;
+[[nodiscard]] BATON_API Result createVulkanTimeline(Instance instance,
+                                                    const VulkanTimelineCreateInfo& info,
+                                                    VulkanTimeline* timeline) noexcept;
 
 // Destroys timeline.baton (Semaphore::destroy), then timeline.vulkan (vkDestroySemaphore). The
 // caller makes sure no Vulkan work still uses the VkSemaphore, as vkDestroySemaphore requires.
 // Returns what Semaphore::destroy returns (Success, ErrorObjectInUse, ErrorInvalidHandle);
 // the VkSemaphore is destroyed in every case except ErrorInvalidArgument (null vulkan.device).
-Result destroyVulkanTimeline(const VulkanDevice& vulkan, const VulkanTimeline& timeline) noexcept;
+BATON_API Result destroyVulkanTimeline(const VulkanDevice& vulkan,
+                                       const VulkanTimeline& timeline) noexcept;
 
 // What an import is and how it is carried.
 struct VulkanInteropInfo {
@@ -207,8 +211,8 @@ struct VulkanInteropInfo {
 
 // Describes how `semaphore` shares its timeline with Vulkan. Thread safe. Returns Success,
 // ErrorInvalidArgument (null output; a semaphore not imported from Vulkan), ErrorInvalidHandle.
-[[nodiscard]] Result getVulkanSemaphoreInterop(Semaphore semaphore,
-                                               VulkanInteropInfo* info) noexcept;
+[[nodiscard]] BATON_API Result getVulkanSemaphoreInterop(Semaphore semaphore,
+                                                         VulkanInteropInfo* info) noexcept;
 
 // ---- memory -----------------------------------------------------------------------------------
 
@@ -250,12 +254,13 @@ struct VulkanMemoryImportInfo {
 // mapping; Native impossible: the message lists why); ErrorDeviceMismatch (Native with different
 // device UUIDs); ErrorInvalidHandle; ErrorDriver (vkMapMemory failed: the VkResult is named);
 // ErrorOutOfHostMemory.
-[[nodiscard]] Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
-                                        Buffer* buffer) noexcept;
+[[nodiscard]] BATON_API Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
+                                                  Buffer* buffer) noexcept;
 
 // Describes how `buffer` shares Vulkan memory. Thread safe. Returns Success,
 // ErrorInvalidArgument (null output; a buffer not imported from Vulkan), ErrorInvalidHandle.
-[[nodiscard]] Result getVulkanMemoryInterop(Buffer buffer, VulkanInteropInfo* info) noexcept;
+[[nodiscard]] BATON_API Result getVulkanMemoryInterop(Buffer buffer,
+                                                      VulkanInteropInfo* info) noexcept;
 
 // ---- devices ----------------------------------------------------------------------------------
 
@@ -265,8 +270,9 @@ struct VulkanMemoryImportInfo {
 // Returns Success; ErrorNotSupported (no baton device matches: the message names the UUID and
 // the Vulkan device; the host backend never matches, use bridged mode with it);
 // ErrorInvalidArgument; ErrorInvalidHandle.
-[[nodiscard]] Result matchVulkanPhysicalDevice(Instance instance, const VulkanDevice& vulkan,
-                                               PhysicalDevice* physicalDevice) noexcept;
+[[nodiscard]] BATON_API Result matchVulkanPhysicalDevice(Instance instance,
+                                                         const VulkanDevice& vulkan,
+                                                         PhysicalDevice* physicalDevice) noexcept;
 
 // What each side supports, and what an Auto import would use.
 struct VulkanInteropSupport {
@@ -292,7 +298,7 @@ struct VulkanInteropSupport {
 // Reports what `vulkan` and `device` (may be null: then only the Vulkan side and the bridged
 // verdict) support. vulkan.device may be null (then function availability on the device is not
 // checked). Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
-[[nodiscard]] Result queryVulkanInterop(const VulkanDevice& vulkan, Device device,
-                                        VulkanInteropSupport* support) noexcept;
+[[nodiscard]] BATON_API Result queryVulkanInterop(const VulkanDevice& vulkan, Device device,
+                                                  VulkanInteropSupport* support) noexcept;
 
 }  // namespace baton
