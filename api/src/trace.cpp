@@ -158,9 +158,27 @@ uint64_t nameSemaphore(Buffer& b, const Semaphore& s, uint64_t ts) {
 }
 
 #if BATON_TRACE_NVTX
-void nvtxBegin(const std::string& text) { nvtxRangePushA(text.c_str()); }
-void nvtxEnd() { nvtxRangePop(); }
-void nvtxNote(const std::string& text) { nvtxMarkA(text.c_str()); }
+// NVTX initialises itself lazily on the first call from whichever thread makes it, swapping its
+// function pointers without synchronisation (ThreadSanitizer reports the race between a host
+// call's range and a host wait's). Every call goes through one std::call_once of
+// nvtxInitialize instead: its completion happens before every later call on every thread, and
+// its fast path is one acquire load (only while a trace is recorded).
+std::once_flag gNvtxOnce;
+void nvtxReady() {
+  std::call_once(gNvtxOnce, [] { nvtxInitialize(nullptr); });
+}
+void nvtxBegin(const std::string& text) {
+  nvtxReady();
+  nvtxRangePushA(text.c_str());
+}
+void nvtxEnd() {
+  nvtxReady();
+  nvtxRangePop();
+}
+void nvtxNote(const std::string& text) {
+  nvtxReady();
+  nvtxMarkA(text.c_str());
+}
 #else
 void nvtxBegin(const std::string&) {}
 void nvtxEnd() {}
