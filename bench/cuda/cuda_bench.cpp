@@ -310,23 +310,30 @@ void benchSubmit() {
   std::vector<RawEvent> rawQueried = makeEvents(kBatch);
   std::vector<double> ours, enqueued, raw, rawBlock, rawForeign, ratios, enqueuedRatios;
   int late = 0;
-  for (int rep = 0; rep < kReps; ++rep) {
-    // baton: queue 0 holds a recorded, incomplete signal; queue 1 submits kBatch times.
-    uint64_t records = baton::stream::stats().recordsIssued;
+  // baton: queue 0 holds a recorded, incomplete signal; queue 1 submits kBatch times, each
+  // waiting for it. Returns ns per submit() call; *start: when the batch began, *records: the
+  // records issued before it.
+  auto submitBatch = [&](Clock::time_point* start, uint64_t* records) {
+    const uint64_t before = baton::stream::stats().recordsIssued;
     BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
-    // Its event recorded, so that the count below is queue 1's alone.
-    while (baton::stream::stats().recordsIssued < records + 1) std::this_thread::yield();
-    records = baton::stream::stats().recordsIssued;
+    // Its event recorded, so that the count after is queue 1's alone.
+    while (baton::stream::stats().recordsIssued < before + 1) std::this_thread::yield();
+    *records = baton::stream::stats().recordsIssued;
     // The submit info is built once, as an engine would keep it, so that what is timed is
     // submit() itself (the raw loop below allocates nothing either).
     baton::SemaphoreValue wait{s, sv}, signal{t, tv};
     baton::SubmitInfo info{wait, {}, signal};
-    auto t0 = Clock::now();
+    *start = Clock::now();
     for (int i = 0; i < kBatch; ++i) {
       signal.value = ++tv;
       BATON_OK(env.q[1].submit(info));
     }
-    ours.push_back(nsSince(t0) / kBatch);
+    return nsSince(*start) / kBatch;
+  };
+  for (int rep = 0; rep < kReps; ++rep) {
+    Clock::time_point t0;
+    uint64_t records = 0;
+    ours.push_back(submitBatch(&t0, &records));
     // The driver calls run on the queue's issuing thread: until it has enqueued the batch.
     while (baton::stream::stats().recordsIssued < records + kBatch) {
     }
@@ -377,17 +384,9 @@ void benchSubmit() {
     for (int rep = 0; rep < kReps; ++rep) {
       for (bool traced : {false, true}) {
         baton::core::trace::pause(!traced);
-        const uint64_t records = baton::stream::stats().recordsIssued;
-        BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
-        while (baton::stream::stats().recordsIssued < records + 1) std::this_thread::yield();
-        baton::SemaphoreValue wait{s, sv}, signal{t, tv};
-        baton::SubmitInfo info{wait, {}, signal};
-        auto t0 = Clock::now();
-        for (int i = 0; i < kBatch; ++i) {
-          signal.value = ++tv;
-          BATON_OK(env.q[1].submit(info));
-        }
-        (traced ? on : off).push_back(nsSince(t0) / kBatch);
+        Clock::time_point start;
+        uint64_t records = 0;
+        (traced ? on : off).push_back(submitBatch(&start, &records));
         BATON_OK(env.device.waitIdle());
       }
     }

@@ -87,7 +87,15 @@ class Completion {
         const uint64_t now = core::nowNs();
         if (emptySince_ == 0) emptySince_ = now;
         if (now - emptySince_ < kIdleAfterNs) {
-          parkLazily(false);
+          // Nothing to look at: only records (a push wakes it for urgent ones, kLookRecords of
+          // them, or while something needs completions) or the queue's end end this park.
+          Waker& w = *q_->waker;
+          w.lazy.store(true, std::memory_order_seq_cst);
+          if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
+              !q_->stop.load(std::memory_order_seq_cst))
+            w.parker.park(Deadline::after(lazyNs_));
+          w.lazy.store(false, std::memory_order_seq_cst);
+          lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
           continue;
         }
         q_->waker->idle.store(true, std::memory_order_seq_cst);
@@ -172,9 +180,9 @@ class Completion {
     return Status();
   }
 
-  // Nothing needs the records in flight (or there are none, but the queue worked lately): parks
-  // until a need arises (Waker), kLookRecords more records arrive (QueueShared::wakeCompletion),
-  // or lazyNs_ passed, doubling lazyNs_ up to kLazyLookMaxNs while looks find nothing.
+  // Nothing needs the records in flight: parks until a need arises (Waker), kLookRecords more
+  // records arrive (QueueShared::wakeCompletion), or lazyNs_ passed, doubling lazyNs_ up to
+  // kLazyLookMaxNs while looks find nothing.
   void parkLazily(bool progressed) {
     Waker& w = *q_->waker;
     w.lazy.store(true, std::memory_order_seq_cst);
@@ -185,7 +193,7 @@ class Completion {
                       q_->stop.load(std::memory_order_seq_cst) || pendingUrgentOrMany();
     // (stop: the thread then watches its last records, see run.)
     if (!wake) {
-      if (!inflight_.empty()) Counters::add(kLazyParks, 1);
+      Counters::add(kLazyParks, 1);
       w.parker.park(Deadline::after(lazyNs_));
     }
     w.lazy.store(false, std::memory_order_seq_cst);

@@ -184,7 +184,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   }
 
   // Wakes the completion thread when it sleeps with nothing in flight, or when it parked
-  // lazily (Waker) and an urgent record or kLookRecords records wait in the inbox (`waiting`):
+  // lazily (Waker) and an urgent record or kLookRecords records wait in the inbox (`waiting`),
+  // or a host waiter or held submission needs completions (they may wait for these records):
   // otherwise it finds them at its next look, and a submission costs no wake-up (a syscall).
   // A seq_cst load first: the exchange (a locked instruction) only when it parked. The thread
   // stores the flag before it looks at inboxPending (seq_cst, stored above before this load), so
@@ -195,8 +196,8 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       if (w.idle.exchange(false, std::memory_order_seq_cst)) w.parker.unpark();
       return;
     }
-    if ((urgent || waiting >= kLookRecords) && w.lazy.load(std::memory_order_seq_cst) &&
-        w.lazy.exchange(false, std::memory_order_seq_cst))
+    if ((urgent || waiting >= kLookRecords || w.needed()) &&
+        w.lazy.load(std::memory_order_seq_cst) && w.lazy.exchange(false, std::memory_order_seq_cst))
       w.parker.unpark();
   }
 

@@ -23,7 +23,8 @@
 // Host waits wait on the Timepoint itself: a 50 µs spin on the event, then a sleep that the
 // completion thread ends; while a host thread sleeps, that thread sleeps in the driver
 // (interrupt-driven) when the oldest record is the stream's last work, and polls at most 50 µs
-// apart otherwise; with no host waiter it polls with a longer backoff (see kPollMaxNs).
+// apart otherwise; when nothing needs completions, it looks for them lazily (completion.hpp,
+// Waker in stream_timepoint.hpp) and no thread polls.
 //
 // The files, one piece of machinery each, roughly in the order a submission meets them. Figures
 // quoted in them are from DESIGN §6 (H100, driver 580, CUDA 13). The parts are headers that only

@@ -4,32 +4,10 @@
 #include "c_api_vulkan_flow.h"
 
 #include <baton/baton_vulkan.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static int fail_at(char* why, size_t capacity, int line, const char* format, ...) {
-  va_list args;
-  va_start(args, format);
-  int n = snprintf(why, capacity, "c_api_vulkan_flow.c:%d: ", line);
-  if (n > 0 && (size_t)n < capacity) vsnprintf(why + n, capacity - (size_t)n, format, args);
-  va_end(args);
-  return line;
-}
-
-#define EXPECT_RESULT(expected, call)                                                         \
-  do {                                                                                        \
-    baton_result got_ = (call);                                                               \
-    if (got_ != (expected))                                                                   \
-      return fail_at(why, capacity, __LINE__, "%s returned %s, expected %s (last error: %s)", \
-                     #call, baton_result_name(got_), baton_result_name(expected),             \
-                     baton_last_error_message());                                             \
-  } while (0)
-#define CHECK_OK(call) EXPECT_RESULT(BATON_SUCCESS, call)
-#define REQUIRE(condition)                                                                \
-  do {                                                                                    \
-    if (!(condition)) return fail_at(why, capacity, __LINE__, "%s is false", #condition); \
-  } while (0)
+#include "c_check.h"
 
 int c_api_vulkan_flow_bridged(VkInstance vk_instance, VkPhysicalDevice vk_physical,
                               VkDevice vk_device, char* why, size_t capacity) {
