@@ -131,6 +131,21 @@ ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanF
     choice.reason = "bridged mode was requested (InteropModeRequest::Bridged)";
     return choice;
   }
+  if (why.empty() && semaphore && request == InteropModeRequest::Auto) {
+    // Possible, but slower in every hop measured but one (bench/interop, H100 with the NVIDIA
+    // driver 580, µs): Vulkan queue -> CUDA queue 318.9 native / 34.9 bridged, CUDA queue ->
+    // Vulkan queue 314.1 / 8.5, a round trip 319.0 / 22.3, and a CUDA signal seen by
+    // vkWaitSemaphores ~10 ms natively (DESIGN §6) while bridged forwards it; only a Vulkan host
+    // signal -> CUDA queue is faster natively (7.4 / 10.2). The driver's own path for a GPU-side
+    // wait or signal of a shared timeline is what costs ~0.3 ms, and a Vulkan-side signal or wait
+    // by the host avoids it. So Auto bridges semaphores on every device; Native stays available on
+    // request (InteropModeRequest::Native).
+    choice.reason =
+        "bridged, although native import is possible: forwarding through the host is faster on "
+        "the measured driver (NVIDIA: a Vulkan <-> CUDA queue hop ~0.3 ms natively, 9-35 us "
+        "bridged); request InteropModeRequest::Native for GPU-side waits and signals";
+    return choice;
+  }
   if (why.empty()) {
     choice.mode = InteropMode::Native;
     choice.reason = "the baton device imports the Vulkan handle natively";

@@ -29,7 +29,7 @@ typedef enum baton_interop_mode {
 
 /* Which mode an import may use. */
 typedef enum baton_interop_mode_request {
-  BATON_INTEROP_MODE_REQUEST_AUTO = 0,    /* native when possible, else bridged */
+  BATON_INTEROP_MODE_REQUEST_AUTO = 0,    /* semaphores bridged; memory native when possible */
   BATON_INTEROP_MODE_REQUEST_NATIVE = 1,  /* native or an error saying why not */
   BATON_INTEROP_MODE_REQUEST_BRIDGED = 2, /* bridged even where native is possible */
   BATON_INTEROP_MODE_REQUEST_MAX_ENUM = 0x7FFFFFFF
