@@ -15,12 +15,6 @@ const char* objectTypeName(ObjectType type) noexcept {
   return "Object";
 }
 
-HandleTable& HandleTable::get() {
-  // Never destroyed: handles may be used (and rejected) during static destruction.
-  static HandleTable* table = new HandleTable;
-  return *table;
-}
-
 uint64_t HandleTable::insert(Ref<Object> object, ObjectType type) {
   uint32_t index;
   {
@@ -106,11 +100,6 @@ Ref<Object> HandleTable::remove(uint64_t handle, ObjectType type, const char* wh
   }
   if ((st & kGuardMask) == 0) recycle(s, index);
   return object;
-}
-
-void HandleTable::dropGuard(Slot* s, uint32_t index) const {
-  uint64_t prev = s->state.fetch_sub(1, std::memory_order_acq_rel);
-  if ((prev & kGuardMask) == 1 && !(prev & kAlive)) recycle(s, index);
 }
 
 void HandleTable::recycle(Slot* s, uint32_t index) const {

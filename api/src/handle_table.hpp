@@ -42,7 +42,12 @@ class HandleTable {
   };
 
  public:
-  static HandleTable& get();
+  // Inline: the submit path looks up three handles (a call each to the .cpp was measurable).
+  static HandleTable& get() {
+    // Never destroyed: handles may be used (and rejected) during static destruction.
+    static HandleTable* table = new HandleTable;
+    return *table;
+  }
 
   // A looked-up object kept alive by the guard on its slot rather than by a reference, until the
   // Pin is destroyed. For what an entry point uses only until it returns: a guard is two atomic
@@ -118,7 +123,12 @@ class HandleTable {
     return chunk ? &chunk[index & (kChunkSize - 1)] : nullptr;
   }
   Pin pinSlow(uint64_t handle, ObjectType type, const char* what, Status* status) const;
-  void dropGuard(Slot* s, uint32_t index) const;
+  // Inline: every Pin ends here (three per submit).
+  void dropGuard(Slot* s, uint32_t index) const {
+    uint64_t prev = s->state.fetch_sub(1, std::memory_order_acq_rel);
+    if ((prev & kGuardMask) == 1 && !(prev & kAlive)) [[unlikely]]
+      recycle(s, index);
+  }
   void recycle(Slot* s, uint32_t index) const;
 
   std::atomic<Slot*> chunks_[kMaxChunks] = {};

@@ -7,11 +7,16 @@
 #include "parker.hpp"
 
 namespace baton::core {
+
+namespace notifier_detail {
+thread_local constinit int tDepth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local constinit bool tPending __attribute__((tls_model("initial-exec"))) = false;
+}  // namespace notifier_detail
+
 namespace {
 
 // What this thread's scopes have collected.
 struct ThreadState {
-  int depth = 0;
   std::vector<Ref<Queue>> scheduled;
   std::vector<std::pair<Ref<Object>, Parker*>> wakes;
 };
@@ -52,17 +57,11 @@ void wakeAll(ThreadState& t) {
 }
 }  // namespace
 
-Notifier::Scope::Scope() noexcept { ++threadState().depth; }
-
-Notifier::Scope::~Scope() {
-  ThreadState& t = *tState;  // made by the constructor
-  if (t.depth > 1 || (t.scheduled.empty() && t.wakes.empty())) {
-    --t.depth;
-    return;
-  }
+void Notifier::Scope::drain() {
+  ThreadState& t = threadState();
   // Outermost scope: wake host waiters first (the latency-critical hand-off), then run the
-  // scheduler passes. depth stays 1 meanwhile, so the scopes that evaluate() opens nest instead
-  // of draining recursively; what they schedule or wake joins this loop.
+  // scheduler passes. The depth stays 1 meanwhile, so the scopes that evaluate() opens nest
+  // instead of draining recursively; what they schedule or wake joins this loop.
   while (!t.scheduled.empty() || !t.wakes.empty()) {
     wakeAll(t);
     if (t.scheduled.empty()) break;
@@ -70,11 +69,13 @@ Notifier::Scope::~Scope() {
     t.scheduled.pop_back();
     q->evaluate();
   }
-  --t.depth;
+  notifier_detail::tPending = false;  // both lists are empty
+  --notifier_detail::tDepth;
 }
 
 void Notifier::unparkLater(Ref<Object> owner, Parker* parker) {
   threadState().wakes.emplace_back(std::move(owner), parker);
+  notifier_detail::tPending = true;
 }
 
 void Notifier::schedule(Queue* queue) {
@@ -82,6 +83,7 @@ void Notifier::schedule(Queue* queue) {
   for (const Ref<Queue>& q : scheduled)
     if (q.get() == queue) return;
   scheduled.push_back(Ref<Queue>(queue));
+  notifier_detail::tPending = true;
 }
 
 std::vector<Ref<Queue>> Notifier::takeScheduled() {

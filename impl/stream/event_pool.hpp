@@ -49,10 +49,43 @@ class EventPool {
   }
 
   void release(void* event) {
+    if (ReturnBatch* b = tBatch; b && b->pool_ == this) {
+      b->events_.push_back(event);  // returned when the batch ends
+      return;
+    }
     Counters::add(kEventsReturned, 1);
     std::lock_guard<core::Mutex> lock(mutex_);
     free_.push_back(event);
   }
+
+  // While one is open on a thread, events of this pool that timepoints dying on the thread
+  // return are collected and go back to the pool under one lock when it closes. A completion
+  // thread opens one per batch of records it retires (Completion::finish), where most
+  // timepoints die: their events went back one lock each, on the pool's line, which the
+  // device's other completion threads and the queues' stash refills also take. The pool must
+  // outlive the batch (the completion thread holds its queue's DeviceShared); events of other
+  // pools go back at once.
+  class ReturnBatch {
+   public:
+    ReturnBatch(EventPool& pool, std::vector<void*>& storage)
+        : pool_(&pool), events_(storage), outer_(tBatch) {
+      tBatch = this;
+    }
+    ~ReturnBatch() {
+      tBatch = outer_;
+      if (events_.empty()) return;
+      Counters::add(kEventsReturned, events_.size());
+      pool_->giveBack(events_);
+    }
+    ReturnBatch(const ReturnBatch&) = delete;
+    ReturnBatch& operator=(const ReturnBatch&) = delete;
+
+   private:
+    friend class EventPool;
+    EventPool* pool_;
+    std::vector<void*>& events_;  // the caller's, so that its capacity is kept between batches
+    ReturnBatch* outer_;          // a batch this one is nested in (none in practice)
+  };
 
   // Moves up to `max` free events to `out` under one lock (a queue's stash, below); they count
   // as in use once taken from the stash.
@@ -79,6 +112,10 @@ class EventPool {
   }
 
  private:
+  // The batch open on this thread, if any (initial-exec TLS: one load, see notifier.cpp).
+  static inline thread_local ReturnBatch* tBatch __attribute__((tls_model("initial-exec"))) =
+      nullptr;
+
   const DriverTable& driver_;
   const bool blockingSync_;
   core::Mutex mutex_;

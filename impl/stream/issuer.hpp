@@ -170,7 +170,7 @@ class Issuer {
         return;
       }
     }
-    finish(std::move(rec), st);
+    finish(std::move(rec), std::move(st));
   }
 
   Status recordEvent(Ref<StreamTimepoint>* out, bool gated = false) {

@@ -91,6 +91,11 @@ class StreamQueue final : public core::QueueImpl {
     std::unique_lock<std::mutex> lock(q_->idleMutex);
     Status result;
     while (q_->completed.load(std::memory_order_seq_cst) < target) {
+      // Asks to be woken at `target` (see QueueShared::submissionsDone), then looks again: under
+      // idleMutex, so no reset of idleWakeAt falls between this and the wait.
+      if (target < q_->idleWakeAt.load(std::memory_order_relaxed))
+        q_->idleWakeAt.store(target, std::memory_order_seq_cst);
+      if (q_->completed.load(std::memory_order_seq_cst) >= target) break;
       if (deadline.isNever()) {
         q_->idleCv.wait(lock);
       } else {
@@ -173,7 +178,11 @@ class StreamQueue final : public core::QueueImpl {
   // as a timepoint whose event is recorded next when the submission is issued: queues waiting
   // for them are released now, without waiting for the driver calls.
   Issue release(std::unique_ptr<core::Submission> sub) {
-    q_->issued.fetch_add(1, std::memory_order_seq_cst);
+    // Only here, under the core queue's lock (issue and startDirect), so one writer at a time:
+    // a plain increment rather than a locked one. Release: the completion that counts it in
+    // `completed` happens after it (through the ring or the issueMutex), so waitIdle never sees
+    // more completed than issued.
+    q_->issued.store(q_->issued.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     Issue e;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
     for (const Ref<core::CommandList>& list : sub->commandLists)
