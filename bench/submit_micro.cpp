@@ -23,24 +23,39 @@
 //             signal): the pace of the slower of the submitting and the issuing thread
 //   raw       (cuda) live's raw driver calls on this thread, no baton: bench/cuda's raw event
 //             ping-pong, printed per pair of calls (one submission's worth)
+//   bursts    a frame loop's shape (bench/cuda/frame_bench): bursts of 64 submissions (32 steps
+//             of `covered`), each followed by a host wait for the burst two before it (three in
+//             flight) and a sleep of [gap] µs (default 300) off baton, as an engine's submitting
+//             thread records the next frame meanwhile. Prints, per burst and for the loop only,
+//             the CPU of the process and of each thread, and each thread's voluntary context
+//             switches (for baton's threads: about one per sleep, i.e. per wake-up that some
+//             other thread paid for). The gaps being longer than the issuing thread's longest
+//             spin (kIssueSpinNs), this shows what a bursty submitter costs between bursts: on
+//             the H100, 109-123 µs of issuing-thread CPU per burst with a fixed 50 µs spin,
+//             68-83 µs with the adaptive one (stream_tuning.hpp).
 //
-// It also prints the CPU time of the whole process (its queues' threads included) per submission.
+// It also prints the CPU time of the whole process (its queues' threads included) per submission,
+// and each thread's CPU time and voluntary context switches (sleeps) per submission.
 // SAMPLE=<file> profiles the submitting thread with bench/sampler.hpp (no perf needed), or with
 // SAMPLE_THREAD=baton-issue the device's issuing thread; summarize
 // the file with bench/symbolize.py on the same machine. E.g. on the GPU test machine:
 //   SAMPLE=/tmp/p.txt build/bench/submit_micro cuda pingpong 3000000
 //   bench/symbolize.py /tmp/p.txt 40
 //
-// Usage: submit_micro <host|cuda> <reached|covered|pingpong|live|raw> [submits, default 200000]
+// Usage: submit_micro <host|cuda> <reached|covered|pingpong|live|raw|bursts>
+//        [submits, default 200000] [bursts: gap in µs, default 300]
 #include <dlfcn.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <baton/baton.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sampler.hpp"  // SAMPLE=<file>
@@ -132,11 +147,46 @@ double rawLive(long submits) {
   return ns / static_cast<double>(done);
 }
 
+// Voluntary context switches of thread `tid` so far (/proc): each is a sleep (futex, or a
+// blocking call), where yields and preemptions count as involuntary ones.
+long voluntarySwitches(pid_t tid) {
+  char path[64], line[128];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/status", static_cast<int>(tid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  long n = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1) break;
+  std::fclose(f);
+  return n;
+}
+
+double processCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+// Each thread's CPU time and voluntary switches at one moment, by thread id.
+struct ThreadSnapshot {
+  std::string name;
+  double cpuNs;
+  long switches;
+};
+std::map<pid_t, ThreadSnapshot> snapshot() {
+  std::map<pid_t, ThreadSnapshot> out;
+  for (const sampler::Thread& t : sampler::threads())
+    out[t.tid] = {t.name, sampler::cpuNs(t.tid), voluntarySwitches(t.tid)};
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s <host|cuda> <reached|covered|pingpong|live|raw> [submits]\n",
+    std::fprintf(stderr,
+                 "usage: %s <host|cuda> <reached|covered|pingpong|live|raw|bursts> [submits] "
+                 "[gap us]\n",
                  argv[0]);
     return 2;
   }
@@ -241,6 +291,43 @@ int main(int argc, char** argv) {
       CHECK(t->wait(signalT.value, UINT64_MAX));
       ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     }
+  } else if (scenario == "bursts") {
+    constexpr long kBurst = 64;
+    const long gapUs = argc > 4 ? std::atol(argv[4]) : 300;
+    std::vector<uint64_t> ends;  // t's value at the end of each burst
+    const std::map<pid_t, ThreadSnapshot> before = snapshot();
+    const double cpu0 = processCpuNs();
+    const auto start = std::chrono::steady_clock::now();
+    while (done < submits) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (long i = 0; i < kBurst && done < submits; i += 2) {
+        ++signalS.value;
+        CHECK(q0.submit(onlySignalS));
+        waitS.value = signalS.value;
+        ++signalT.value;
+        CHECK(q1.submit(waitSsignalT));
+        done += 2;
+      }
+      ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+      ends.push_back(signalT.value);
+      if (ends.size() >= 3) CHECK(t->wait(ends[ends.size() - 3], UINT64_MAX));
+      std::this_thread::sleep_for(std::chrono::microseconds(gapUs));
+    }
+    const double cpu = processCpuNs() - cpu0;
+    const double wall =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    const std::map<pid_t, ThreadSnapshot> after = snapshot();
+    const double bursts = static_cast<double>(ends.size());
+    std::printf("bursts: %zu of %ld submits, %.1f us apart; per burst, loop only:\n", ends.size(),
+                kBurst, wall / bursts / 1e3);
+    for (const auto& [tid, a] : after) {
+      auto b = before.find(tid);
+      const double cpuB = b == before.end() ? 0 : b->second.cpuNs;
+      const long swB = b == before.end() ? 0 : b->second.switches;
+      std::printf("  %-16s CPU %8.0f ns, %6.2f voluntary switches\n", a.name.c_str(),
+                  (a.cpuNs - cpuB) / bursts, static_cast<double>(a.switches - swB) / bursts);
+    }
+    std::printf("  %-16s CPU %8.0f ns\n", "process", cpu / bursts);
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
@@ -251,6 +338,12 @@ int main(int argc, char** argv) {
   std::printf("CPU ns per submit by thread:");
   for (const sampler::Thread& t : sampler::threads())
     std::printf(" %s %.0f", t.name.c_str(), sampler::cpuNs(t.tid) / static_cast<double>(done));
+  std::printf("\n");
+  // Sleeps per 1000 submissions: for baton's threads, about the wake-ups that others paid for.
+  std::printf("voluntary switches per 1000 submits by thread:");
+  for (const sampler::Thread& t : sampler::threads())
+    std::printf(" %s %.1f", t.name.c_str(),
+                1e3 * static_cast<double>(voluntarySwitches(t.tid)) / static_cast<double>(done));
   std::printf("\n");
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);

@@ -4,12 +4,14 @@
 // Threads: it runs on its own thread only. In turn for each queue registered with its
 // DeviceIssuer, it takes released submissions in order and enqueues them with an Issuer, holding
 // the queue's issueMutex; it hands the records to the queues' completion threads in batches, and
-// sleeps on DeviceIssuer::parker when it has nothing to do.
+// sleeps on DeviceIssuer::parker when it has nothing to do, after a spin whose length adapts to
+// the gaps between its work (SpinBudget).
 //
 // A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
 // whose comment says why.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,6 +31,58 @@
 namespace baton::stream {
 namespace {
 
+// How long the issuing thread polls for work after it runs out, before it sleeps until a
+// submission wakes it: kIssueSpinNs at most, kIssueSpinMinNs at least (stream_tuning.hpp says
+// why both, and what was measured). Per gap (from the moment the thread ran out of work to the
+// next work):
+//  - a gap that the spin caught raises the budget to twice that gap (at most kIssueSpinNs), so
+//    that gaps that vary around a typical length keep being caught without a wake-up;
+//  - once kIssueSpinMisses spins in a row ended without work (no gap of kIssueSpinMinNs or more
+//    caught between them), each further one halves the budget: the submitter is bursty, with
+//    gaps longer than the spin, which then only burns a core. Fewer misses change nothing: the
+//    gaps of submit_micro's ping-pong (host waits between batches) and of frame_bench's frame
+//    straddle kIssueSpinNs (on the H100, up to a third of them longer), and a rule that shrank
+//    after two misses made the short gaps after them sleep too: in frame_bench the issuing
+//    thread then slept 1.7-2.4x as often, for no CPU saved per frame;
+//  - a gap that ended in a wake-up says nothing: what the thread sees then includes its own
+//    wake-up, which on the H100 test machine took 25-150 µs (the ping-pong's 25-50 µs gaps were
+//    seen as 50-200 µs after a sleep), so a short gap looks long and the budget would never grow
+//    back. Instead, below the full budget every kIssueSpinProbeEvery-th spin that ends without
+//    work is followed by one full spin (a probe); when it catches a gap, the budget grows back
+//    from it.
+// A thread fed continuously, or with gaps mostly under kIssueSpinNs, keeps the full spin; one
+// fed in bursts far apart spins about the floor (or twice its gaps within a burst) once per
+// burst, plus a full spin every kIssueSpinProbeEvery bursts.
+class SpinBudget {
+ public:
+  // The length of the next spin.
+  uint64_t ns() const { return probe_ ? kIssueSpinNs : ns_; }
+  // The spin caught work `gapNs` after the thread ran out of it.
+  void caught(uint64_t gapNs) {
+    ns_ = std::max(ns_, std::min(kIssueSpinNs, 2 * gapNs));
+    if (gapNs >= kIssueSpinMinNs) misses_ = 0;
+    probe_ = false;
+  }
+  // A spin of ns() ended without work: the thread sleeps (or polls a signal of another device).
+  void timedOut() {
+    probe_ = false;
+    if (misses_ < kIssueSpinMisses)
+      ++misses_;
+    else
+      ns_ = std::max(kIssueSpinMinNs, ns_ / 2);
+    if (ns_ < kIssueSpinNs && ++sinceProbe_ >= kIssueSpinProbeEvery) {
+      sinceProbe_ = 0;
+      probe_ = true;
+    }
+  }
+
+ private:
+  uint64_t ns_ = kIssueSpinNs;
+  uint32_t misses_ = 0;      // spins in a row that ended without work, up to kIssueSpinMisses
+  uint32_t sinceProbe_ = 0;  // spins that ended without work since the last probe
+  bool probe_ = false;       // the next spin is a full one
+};
+
 // Takes released submissions from the rings of a device's queues, each queue in order, and
 // enqueues them (Issuer); also resumes suspended submissions once the completion thread saw
 // their host calls run. The driver calls of a submission (and its native callbacks) run here,
@@ -47,7 +101,10 @@ class IssueThread {
     // the first submission tries again, and fails with the error if it fails again
     // (Issuer::useContext).
     issuer_->contextCurrent = device_->driver.setCurrent(device_->config.context).ok();
-    uint64_t idleSince = 0, version = ~uint64_t{0};
+    // idleSince: when the current spin began; gapSince: when the thread last ran out of work
+    // (across spins and sleeps, until work comes); gapSlept: a spin of this gap timed out.
+    uint64_t idleSince = 0, gapSince = 0, version = ~uint64_t{0};
+    bool gapSlept = false;
     std::vector<std::shared_ptr<QueueShared>> queues;
     for (;;) {
       if (issuer_->version.load(std::memory_order_acquire) != version) {
@@ -56,10 +113,14 @@ class IssueThread {
         queues = issuer_->queues;
       }
       bool worked = false, waiting = false;
-      passNow_ = 0;
+      // The gap ends where the pass that finds work begins, not after that work. The clock is
+      // read only in a gap (a pass during work reads it when it needs it: passNow).
+      passNow_ = gapSince != 0 ? core::nowNs() : 0;
       for (const std::shared_ptr<QueueShared>& q : queues) serve(*q, &worked, &waiting);
       if (worked) {
-        idleSince = 0;
+        if (gapSince != 0 && !gapSlept) spin_.caught(passNow_ - gapSince);
+        idleSince = gapSince = 0;
+        gapSlept = false;
         continue;
       }
       // Out of work: hand every record over before polling or sleeping. The outboxes are
@@ -70,17 +131,20 @@ class IssueThread {
         q->flushOutbox();
       }
       if (issuer_->stop.load(std::memory_order_acquire) && queues.empty()) return;
-      // Poll a while, then sleep until a post, a resume request, room on a stream, or a queue's
-      // end wakes it; a signal of another device is polled for.
+      // Poll a while (SpinBudget), then sleep until a post, a resume request, room on a stream,
+      // or a queue's end wakes it; a signal of another device is polled for.
       const uint64_t now = core::nowNs();
       if (idleSince == 0) idleSince = now;
-      if (now - idleSince < kIssueSpinNs) {
+      if (gapSince == 0) gapSince = now;
+      if (now - idleSince < spin_.ns()) {
         if (now - idleSince < kSpinBeforeYieldNs)
           for (int i = 0; i < 16; ++i) core::cpuRelax();
         else
           std::this_thread::yield();  // leave the core to runnable threads meanwhile
         continue;
       }
+      spin_.timedOut();
+      gapSlept = true;
       issuer_->idle.store(true, std::memory_order_seq_cst);
       bool work = issuer_->stop.load(std::memory_order_seq_cst) ||
                   issuer_->version.load(std::memory_order_seq_cst) != version;
@@ -178,6 +242,7 @@ class IssueThread {
   std::shared_ptr<DeviceIssuer> issuer_;
   std::shared_ptr<DeviceShared> device_;
   uint64_t passNow_ = 0;
+  SpinBudget spin_;
 };
 
 }  // namespace

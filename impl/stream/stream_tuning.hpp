@@ -76,10 +76,29 @@ constexpr size_t kIssueBurst = 32;
 // waits for the issuing thread, as it would wait in the driver for a full stream; baton's own
 // threads never wait: they queue behind the ring instead.
 constexpr uint64_t kIssueRingCapacity = 1024;
-// The issuing thread polls its ring this long after its last work before it sleeps until a
-// submission wakes it: bursts of submissions then cost their submitter no wake-up (a futex
-// syscall) and wait for no thread to be scheduled.
+// The issuing thread polls its ring after its last work before it sleeps until a submission
+// wakes it: bursts of submissions then cost their submitter no wake-up (a futex syscall) and wait
+// for no thread to be scheduled; on the H100 test machine a sleeping issuing thread took about
+// 25-150 µs to run again after the wake. How long it polls adapts to the gaps it sees
+// (SpinBudget in issue_thread.hpp), between these two. kIssueSpinNs: the longest, and the start.
+// kIssueSpinMinNs: the shortest, kept for a submitter whose gaps are all longer: about what a
+// wake-up costs the submitter alone (2-5 µs), so that a spin that finds no work costs at most
+// that much more than sleeping at once, while gaps within a burst shorter than it (the issuing
+// thread catching up with its submitter) never cost a wake-up. A fixed 50 µs spin cost every
+// burst of a bursty submitter the whole spin: submit_micro `bursts` (64 submissions every
+// ~400 µs) on the H100, 109-123 µs of issuing-thread CPU per burst, 68-83 µs adaptive (medians
+// of three runs, two sessions), with the same one sleep per burst. Where gaps are mostly shorter
+// than the spin (bench/cuda/frame_bench: 10-50 µs, 1-30% longer) the budget stays full and
+// nothing changes: there the issuing thread is busy most of the frame and its spins cost
+// ~5-25 µs per frame.
+// kIssueSpinProbeEvery: below the full spin, every this many timed-out spins the next one is a
+// full spin, to see whether gaps became short again (a gap that ends in a wake-up cannot say so:
+// SpinBudget); in a bursty steady state a full spin every 8 bursts, ~6 µs per burst.
 constexpr uint64_t kIssueSpinNs = 50'000;
+constexpr uint64_t kIssueSpinMinNs = 5'000;
+constexpr uint32_t kIssueSpinProbeEvery = 8;
+// Spins in a row that end without work before the budget shrinks (SpinBudget says why not fewer).
+constexpr uint32_t kIssueSpinMisses = 4;
 // A waiter for a signal that is published but not yet recorded (StreamTimepoint::waitRecorded)
 // spins this long before it sleeps: recording is a driver call already under way on another
 // thread, well under a microsecond unless the driver throttles it.
