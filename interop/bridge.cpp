@@ -90,6 +90,11 @@ void VulkanMirror::detach() {
     detached_ = true;  // from here on the core hooks return at once and the watcher ends
   }
   stoppedIdle_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(demandMutex_);
+    stopping_ = true;
+  }
+  demandCv_.notify_all();
   watcher_.join();  // within kWatchTimeoutNs
   std::lock_guard<std::mutex> lock(importedMutex());
   imported().erase({device_, vkSemaphore_});
@@ -103,6 +108,10 @@ void VulkanMirror::watch() {
       std::unique_lock<std::mutex> lock(mutex_);
       stoppedIdle_.wait(lock, [&] { return detached_; });
       return;
+    }
+    if (mode_ == InteropMode::Bridged && !semaphore_->hasWaiters()) {
+      awaitDemand();
+      continue;
     }
     auto wait = vkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
     wait.semaphoreCount = 1;
@@ -125,6 +134,47 @@ void VulkanMirror::watch() {
       lose("vkGetSemaphoreCounterValue on its Vulkan semaphore returned " + vkResultName(r));
     }
   }
+}
+
+void VulkanMirror::awaitDemand() {
+  std::unique_lock<std::mutex> lock(demandMutex_);
+  demand_ = false;
+  // Published before the second look at the waiters: a waiter that links after that look finds
+  // watching_ false and wakes this thread (onWaitLinked); one that linked before it, is seen.
+  watching_.store(false, std::memory_order_seq_cst);
+  lock.unlock();
+  if (!semaphore_->hasWaiters()) {
+    lock.lock();
+    demandCv_.wait(lock, [&] { return demand_ || stopping_; });
+    lock.unlock();
+  }
+  watching_.store(true, std::memory_order_seq_cst);
+}
+
+void VulkanMirror::onWaitLinked() {
+  // The common case, a watcher already watching, costs one load.
+  if (mode_ != InteropMode::Bridged || watching_.load(std::memory_order_seq_cst)) return;
+  {
+    std::lock_guard<std::mutex> lock(demandMutex_);
+    demand_ = true;
+  }
+  demandCv_.notify_one();
+}
+
+void VulkanMirror::refresh(core::Semaphore&) {
+  uint64_t value = 0;
+  {
+    // Held across the read, as in onReached: detach() returns only when no call of this mirror
+    // can touch the VkSemaphore any more.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!attached_ || detached_ || stopped_) return;
+    // A failed read leaves the value as last seen; the watcher reports Vulkan failures (lose)
+    // when it next waits.
+    if (fns_.getSemaphoreCounterValue(device_, vkSemaphore_, &value) != VK_SUCCESS ||
+        value <= observed_)
+      return;
+  }
+  observe(value);
 }
 
 uint64_t VulkanMirror::nextVulkanTarget() {

@@ -8,6 +8,14 @@
 //   Vulkan -> baton  a watcher thread per import waits with vkWaitSemaphores for the next value
 //                    of its one semaphore and reaches what it reads in baton
 //                    (Semaphore::reach, which releases held submissions on that thread).
+//                    Bridged, it watches only while something in baton waits on the semaphore
+//                    (a host wait asleep, a held submission: SemaphoreMirror::onWaitLinked) and
+//                    sleeps otherwise; reads that must not lag (getValue, a poll, a host
+//                    signal's check) read the Vulkan counter themselves (refresh). On the NVIDIA
+//                    driver vkWaitSemaphores uses CPU while it waits (bench/interop: ~10% of a
+//                    core per idle import), so an import nobody waits on should not be in it.
+//                    Native mode keeps watching: GPU-side waits for Vulkan values link no
+//                    waiter, and the completion thread reads the value they waited for.
 //
 // Why a thread per import and not one vkWaitSemaphores(WAIT_ANY) per VkDevice: Mesa's emulated
 // timelines (lavapipe, the CI driver) have no WAIT_ANY, and Mesa's runtime then busy-polls
@@ -24,6 +32,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -61,6 +70,8 @@ class VulkanMirror final : public core::SemaphoreMirror {
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
   void onDeviceSignal(uint64_t value) override;
+  void onWaitLinked() override;
+  void refresh(core::Semaphore& semaphore) override;
   core::ExternalSemaphore* external(uint64_t deviceHandle) const noexcept override {
     return external_ && external_->deviceHandle() == deviceHandle ? external_.get() : nullptr;
   }
@@ -79,6 +90,8 @@ class VulkanMirror final : public core::SemaphoreMirror {
   void lose(const std::string& why);
   // The next value worth waiting for on the Vulkan side, or 0 when this mirror is not forwarding.
   uint64_t nextVulkanTarget();
+  // Bridged: returns once something in baton waits on the semaphore, or detach() began.
+  void awaitDemand();
 
   const VulkanFunctions fns_;
   const VkDevice device_;
@@ -98,6 +111,14 @@ class VulkanMirror final : public core::SemaphoreMirror {
   core::Semaphore* semaphore_ = nullptr;   // valid from attach() until detach() returns
   std::condition_variable stoppedIdle_;    // a stopped watcher sleeps here until detach
   std::thread watcher_;
+
+  // On-demand watching (bridged). demandMutex_ is a leaf lock: onWaitLinked takes it under the
+  // semaphore's lock, and nothing is locked while it is held.
+  std::atomic<bool> watching_{true};  // the watcher is not asleep in awaitDemand
+  std::mutex demandMutex_;
+  std::condition_variable demandCv_;
+  bool demand_ = false;    // a waiter linked (or detach began) since the watcher last slept
+  bool stopping_ = false;  // detach began (under demandMutex_)
 };
 
 }  // namespace baton::interop

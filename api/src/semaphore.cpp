@@ -22,6 +22,7 @@ Semaphore::~Semaphore() {
 }
 
 uint64_t Semaphore::value(bool refresh) {
+  if (refresh && mirror_) mirror_->refresh(*this);
   if (refresh && hasTimepoints_.load(std::memory_order_acquire)) {
     // Query recorded signals outside the lock (driver calls), then publish what completed.
     std::vector<Pending> pending;
@@ -62,6 +63,8 @@ std::string Semaphore::failureReason() {
 
 Status Semaphore::signal(uint64_t v) {
   const uint64_t traceBegin = trace::on() ? nowNs() : 0;
+  // The check below must see what the counterpart reached (a mirror may observe it lazily).
+  if (mirror_) mirror_->refresh(*this);
   Notifier::Scope scope;
   {
     std::lock_guard<Mutex> lock(mutex_);
@@ -219,6 +222,7 @@ bool Semaphore::link(WaitNode& node) {
   if (waiters_) waiters_->prev = &node;
   waiters_ = &node;
   node.linkedTo.store(this, std::memory_order_release);
+  if (mirror_) mirror_->onWaitLinked();
   return true;
 }
 

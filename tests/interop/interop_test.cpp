@@ -249,6 +249,99 @@ TEST_F(Interop, VulkanHostSignalReachesBaton) {
   EXPECT_EQ(v, 4u);
 }
 
+// The watcher's vkWaitSemaphores, counted: interposed through VulkanDevice::getInstanceProcAddr,
+// which is how baton resolves every Vulkan function (vkGetDeviceProcAddr included).
+std::atomic<int> gVulkanWaits{0};
+PFN_vkWaitSemaphores gRealWaitSemaphores = nullptr;
+PFN_vkGetDeviceProcAddr gRealGetDeviceProcAddr = nullptr;
+VKAPI_ATTR VkResult VKAPI_CALL countingWaitSemaphores(VkDevice device,
+                                                      const VkSemaphoreWaitInfo* info,
+                                                      uint64_t timeout) {
+  gVulkanWaits.fetch_add(1);
+  return gRealWaitSemaphores(device, info, timeout);
+}
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL countingGetDeviceProcAddr(VkDevice device,
+                                                                   const char* name) {
+  PFN_vkVoidFunction real = gRealGetDeviceProcAddr(device, name);
+  if (real &&
+      (!std::strcmp(name, "vkWaitSemaphores") || !std::strcmp(name, "vkWaitSemaphoresKHR"))) {
+    gRealWaitSemaphores = reinterpret_cast<PFN_vkWaitSemaphores>(real);
+    return reinterpret_cast<PFN_vkVoidFunction>(countingWaitSemaphores);
+  }
+  return real;
+}
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL countingGetInstanceProcAddr(VkInstance instance,
+                                                                     const char* name) {
+  if (!std::strcmp(name, "vkGetDeviceProcAddr")) {
+    gRealGetDeviceProcAddr =
+        reinterpret_cast<PFN_vkGetDeviceProcAddr>(vkGetInstanceProcAddr(instance, name));
+    return reinterpret_cast<PFN_vkVoidFunction>(countingGetDeviceProcAddr);
+  }
+  return vkGetInstanceProcAddr(instance, name);
+}
+
+TEST_F(Interop, TheBridgeWaitsOnVulkanOnlyWhileSomethingInBatonWaits) {
+  VkSemaphore s = vk->createTimeline(0);
+  semaphores.push_back(s);
+  VulkanSemaphoreImportInfo info;
+  info.vulkan = vk->view();
+  info.vulkan.getInstanceProcAddr = countingGetInstanceProcAddr;
+  info.semaphore = s;
+  info.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  info.device = *device;
+  info.debugName = "on demand";
+  const int before = gVulkanWaits.load();
+  UniqueSemaphore t;
+  ASSERT_OK(importVulkanSemaphore(*instance, info, t.put()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(gVulkanWaits.load(), before) << "nothing in baton waits, yet the bridge waited";
+
+  // Reads do not depend on the watcher: a value Vulkan reached is seen at once, and a host
+  // signal that would not raise it is refused.
+  ASSERT_EQ(vk->signal(s, 3), VK_SUCCESS);
+  uint64_t v = 0;
+  EXPECT_OK(t->getValue(&v));
+  EXPECT_EQ(v, 3u);
+  ASSERT_EQ(vk->signal(s, 4), VK_SUCCESS);
+  EXPECT_OK(t->wait(4, 0));
+  ASSERT_EQ(vk->signal(s, 5), VK_SUCCESS);
+  EXPECT_EQ(t->signal(5), Result::ErrorNonIncreasingValue) << lastError();
+  EXPECT_EQ(gVulkanWaits.load(), before);
+
+  // A host wait that sleeps makes the bridge watch, and Vulkan's signal wakes it.
+  std::atomic<bool> woke{false};
+  Result waited = Result::ErrorInvalidState;  // replaced by the wait
+  std::thread waiter([&] {
+    waited = t->wait(7, kLongNs);
+    woke = true;
+  });
+  const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (gVulkanWaits.load() == before && std::chrono::steady_clock::now() < give)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GT(gVulkanWaits.load(), before) << "a host waiter sleeps, but the bridge does not watch";
+  EXPECT_FALSE(woke.load());
+  ASSERT_EQ(vk->signal(s, 7), VK_SUCCESS);
+  waiter.join();
+  EXPECT_OK(waited);
+
+  // So does a held submission of a baton queue.
+  UniqueSemaphore done = plain("done");
+  SemaphoreValue wait{*t, 9}, signal{*done, 1};
+  SubmitInfo submit;
+  submit.waits = Span<const SemaphoreValue>(&wait, 1);
+  submit.signals = Span<const SemaphoreValue>(&signal, 1);
+  ASSERT_OK(queue.submit(submit));
+  EXPECT_EQ(done->wait(1, kShortNs), Result::Timeout) << "the submission did not wait";
+  ASSERT_EQ(vk->signal(s, 9), VK_SUCCESS);
+  EXPECT_OK(done->wait(1, kLongNs));
+
+  // Nothing waits any more: after its current wait (at most one 10 ms slice), it stops.
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  const int settled = gVulkanWaits.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_EQ(gVulkanWaits.load(), settled) << "the bridge kept waiting after its waiters left";
+}
+
 TEST_F(Interop, HostPingPongThroughBothApis) {
   // One thread speaks Vulkan, the other baton, alternating on one timeline: every value crosses
   // the bridge one way or the other, and a lost wake-up would hang (bounded by kLongNs).
