@@ -23,6 +23,7 @@ namespace baton::stream {
 namespace {
 
 struct QueueShared;
+struct Waker;
 
 // The host callbacks of one submission. The trampoline is the cuLaunchHostFunc function: it
 // runs on the driver's callback thread, calls the user's callback and records a failure; it
@@ -37,8 +38,15 @@ struct HostCalls {
     void* userData;
   };
   static void trampoline(void* data);
+  void ranOne();  // a call was run or skipped: counts it in `ran`, wakes the completion thread
   std::vector<Call> calls;  // reserved up front: the driver holds pointers into it
   std::atomic<int32_t> firstError{0};
+  // How many of the submission's `total` host calls the trampoline has been through (run, or
+  // skipped after a failure), and the queue's completion thread's Waker: after each call the
+  // trampoline wakes that thread when it parked until they have all run (Waker::awaitingHostCalls).
+  uint32_t total = 0;
+  std::atomic<uint32_t> ran{0};
+  std::shared_ptr<Waker> waker;
   std::weak_ptr<QueueShared> queue;  // where scheduler passes the callback caused are handed
   // The queue running the calls, for core::CallbackScope (entry points that would wait for it
   // refuse inside its callbacks). The device outlives its submissions' host calls.

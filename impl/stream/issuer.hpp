@@ -362,6 +362,8 @@ class Issuer {
     if (!rec.hostCalls && rec.hostCallCount) {  // counted at release
       rec.hostCalls = std::make_unique<HostCalls>();
       rec.hostCalls->calls.reserve(rec.hostCallCount);
+      rec.hostCalls->total = rec.hostCallCount;
+      rec.hostCalls->waker = q_.waker;
       rec.hostCalls->queue = q_.weak_from_this();
       rec.hostCalls->device = q_.coreDevice;
       rec.hostCalls->queueIndex = q_.index;

@@ -457,7 +457,10 @@ void HostCalls::trampoline(void* data) {
   auto* call = static_cast<Call*>(data);
   HostCalls& owner = *call->owner;
   // Commands after a failed host call do not run: later host calls of the submission skip.
-  if (owner.firstError.load(std::memory_order_acquire) != 0) return;
+  if (owner.firstError.load(std::memory_order_acquire) != 0) {
+    owner.ranOne();
+    return;
+  }
   Result r;
   std::vector<Ref<core::Queue>> passes;
   {
@@ -473,6 +476,15 @@ void HostCalls::trampoline(void* data) {
   if (isError(r)) owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);
   if (!passes.empty())
     if (std::shared_ptr<QueueShared> q = owner.queue.lock()) q->handOff(std::move(passes));
+  owner.ranOne();
+}
+
+void HostCalls::ranOne() {
+  // seq_cst with Completion::awaitHostCalls: it sets awaitingHostCalls, then reads `ran`; either
+  // it sees this count or this load sees its flag. An unpark it does not need (a call that is not
+  // the last) only makes it look again.
+  ran.fetch_add(1, std::memory_order_seq_cst);
+  if (waker && waker->awaitingHostCalls.load(std::memory_order_seq_cst)) waker->parker.unpark();
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ Stats stats() noexcept {
   s.postedToIssuer = c[kPosted];
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];
+  s.hostCallParks = c[kHostCallParks];
   return s;
 }
 

@@ -97,6 +97,9 @@ struct Stats {
   // lazily, see impl/stream/completion.hpp), and its looks for completed records (only grow).
   uint64_t lazyParks = 0;
   uint64_t completionLooks = 0;
+  // Times a completion thread parked until a submission's host calls had run, instead of
+  // watching its events (only grows).
+  uint64_t hostCallParks = 0;
 };
 Stats stats() noexcept;
 

@@ -39,6 +39,7 @@ enum Counter : size_t {
   kPosted,           // submissions posted to an issuing thread
   kLazyParks,        // completion threads parked with records in flight that nothing needed
   kCompletionLooks,  // completion threads' looks at their oldest records (event queries)
+  kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
   kCounterCount
 };
 

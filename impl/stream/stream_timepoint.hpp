@@ -59,6 +59,9 @@ struct Waker final : core::LazyObserver {
   // records, a need or its deadline wake it.
   std::atomic<bool> lazy{false};
   std::atomic<bool> lookRequested{false};  // look once, now (lookNow)
+  // It parked until a record's host calls have run (Completion::awaitHostCalls): the trampoline
+  // wakes it after each call.
+  std::atomic<bool> awaitingHostCalls{false};
 
   // A host thread is about to sleep until the completion thread observes an event: it must
   // stop polling and sleep in the driver, which notices completion at interrupt latency.

@@ -701,6 +701,65 @@ TEST_P(StreamBackendTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
   EXPECT_OK(host->waitIdle());
 }
 
+// A submission with a host call behind busy GPU work: its signals are published by the
+// completion thread once the call ran, so that thread must notice promptly, but it need not poll
+// while the GPU works towards the call: the host function wakes it (issue 16).
+Result countCall(void* user) {
+  static_cast<std::atomic<int>*>(user)->fetch_add(1);
+  return Result::Success;
+}
+
+TEST_P(StreamBackendTest, HostCallsAreAwaitedWithoutPolling) {
+  std::unique_ptr<Gate> gate;
+  FakePause pause = nullptr;
+  if (kernelsMissing_.empty())
+    gate = std::make_unique<Gate>(*device_, kernels_);
+  else
+    pause = fakeDriverPause(backend());
+  if (!gate && !pause)
+    GTEST_SKIP() << "needs the gate kernel (" << kernelsMissing_ << ") or the fake driver's pause";
+  auto s = makeSemaphore("after the call");
+  if (gate) {
+    auto gated = makeCommands([&](baton::CommandBuffer cb) { gate->record(cb); });
+    ASSERT_OK(submit(queue(0), {}, {*gated}, {}));
+  } else if (pause(1) != 1) {
+    GTEST_SKIP() << "the fake driver runs in sync mode: its operations run on the calling thread";
+  }
+  struct Resume {
+    FakePause pause;
+    ~Resume() {
+      if (pause) pause(0);
+    }
+  } resume{pause};
+  std::atomic<int> calls{0};
+  auto call =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(countCall, &calls)); });
+  ASSERT_OK(submit(queue(0), {}, {*call}, {{*s, 1}}));
+  // Work queued behind it, as in a frame: the thread cannot sleep in the driver on the call's
+  // own event (sleepOnOldest), which would otherwise hide a poll.
+  auto u = makeSemaphore("behind the call");
+  for (uint64_t i = 1; i <= 4; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*u, i}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  baton::stream::Stats before = baton::stream::stats();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  baton::stream::Stats after = baton::stream::stats();
+  const uint64_t looks = after.completionLooks - before.completionLooks;
+  const uint64_t parks = after.hostCallParks - before.hostCallParks;
+  std::printf("busy GPU, a host call pending, 100 ms: %llu looks, %llu host-call parks\n",
+              static_cast<unsigned long long>(looks), static_cast<unsigned long long>(parks));
+  EXPECT_LE(looks, 20u) << "the completion thread polls for a host call the GPU has not reached";
+  EXPECT_GE(parks, 1u);
+  EXPECT_EQ(calls.load(), 0);
+  if (gate)
+    gate->open();
+  else
+    pause(0);
+  // Published promptly once the call ran: a host wait sees it well within the bound.
+  ASSERT_OK(s->wait(1, kLongNs)) << sink_.dump();
+  EXPECT_EQ(calls.load(), 1);
+  ASSERT_OK(u->wait(4, kLongNs)) << sink_.dump();
+}
+
 BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamBackendTest);
 
 }  // namespace
