@@ -5,6 +5,9 @@
 // process's memory map and the addresses to a file that bench/symbolize.py turns into a table of
 // functions and source lines (addr2line). Used by submit_micro (SAMPLE=<file>).
 //
+// Also the CPU time of every thread of the process by name (ThreadCpu), for the benchmarks'
+// "by thread" lines: where a design's CPU goes, without a profiler.
+//
 // Samples arrive at the kernel's timer granularity of the thread's CPU time (a few ms), so runs
 // of several seconds are needed. Not thread safe: one sampler per process, started and stopped by
 // one thread.
@@ -18,11 +21,14 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sampler {
@@ -120,6 +126,50 @@ inline bool startNamed(const char* name, long intervalNs = 20'000) {
     if (t.name == name) return startOn(t.tid, cpuClock(t.tid), intervalNs);
   return false;
 }
+
+// CPU time by thread name, summed over a span of a run (several spans may be added up): threads
+// of one name are summed (baton's "baton-issue", "baton-complete", "baton-bridge"; a driver's own
+// threads, e.g. "cuda-EvtHandlr"; unnamed threads under the process's name). Threads that ended
+// during a span are missed.
+class ThreadCpu {
+ public:
+  void begin() { before_ = now(); }
+  void end() {
+    for (const auto& [name, ns] : now()) {
+      auto it = before_.find(name);
+      sum_[name] += ns - (it == before_.end() ? 0 : it->second);
+    }
+  }
+  // The sum of the threads whose names start with `prefix`, in ns.
+  double ns(const std::string& prefix) const {
+    double total = 0;
+    for (const auto& [name, ns] : sum_)
+      if (name.rfind(prefix, 0) == 0) total += ns;
+    return total;
+  }
+  // "name 12.3, name 4.5": each thread's µs divided by `per`, largest first, under 0.5 left out.
+  std::string text(double per) const {
+    std::vector<std::pair<double, std::string>> v;
+    for (const auto& [name, ns] : sum_)
+      if (ns / 1e3 / per >= 0.5) v.emplace_back(ns / 1e3 / per, name);
+    std::sort(v.rbegin(), v.rend());
+    std::string out;
+    char buf[96];
+    for (const auto& [us, name] : v) {
+      std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : ", ", name.c_str(), us);
+      out += buf;
+    }
+    return out;
+  }
+
+ private:
+  static std::map<std::string, double> now() {
+    std::map<std::string, double> out;
+    for (const Thread& t : threads()) out[t.name] += cpuNs(t.tid);
+    return out;
+  }
+  std::map<std::string, double> before_, sum_;
+};
 
 // Stops sampling and writes "M <maps line>" and "P <hex address> <hex stack word>" lines to `path`;
 // nothing when start() failed.

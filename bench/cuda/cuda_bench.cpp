@@ -56,6 +56,7 @@
 
 #include "ptx_kernels.hpp"
 #include "raw_driver.hpp"
+#include "sampler.hpp"  // ThreadCpu: the live ping-pong's CPU by thread
 #include "stream_backend.hpp"
 #include "trace.hpp"
 
@@ -669,7 +670,9 @@ void benchPingPong() {
                    y = semaphore("serial-y");
   uint64_t gv = 0, xv = 0, yv = 0;
   double cpuOurs = 0, cpuRaw = 0;  // CPU time of the whole process (baton: with its threads)
+  sampler::ThreadCpu oursByThread, rawByThread;
   for (int rep = 0; rep < kReps; ++rep) {
+    oursByThread.begin();
     double c0 = cpuSeconds();
     auto t0 = Clock::now();
     for (int i = 0; i < kLive; ++i) {
@@ -679,13 +682,16 @@ void benchPingPong() {
     BATON_OK(t.wait(tv, UINT64_MAX));
     ours.push_back(nsSince(t0) / 1e3 / kLive);
     cpuOurs += cpuSeconds() - c0;
+    oursByThread.end();
     std::vector<RawEvent> la = makeEvents(kLive), lb = makeEvents(kLive);
+    rawByThread.begin();
     c0 = cpuSeconds();
     t0 = Clock::now();
     for (int i = 0; i < kLive; ++i) rawRound(la, lb, i);
     RAW_OK(driver.eventSynchronize(lb[kLive - 1]));
     raw.push_back(nsSince(t0) / 1e3 / kLive);
     cpuRaw += cpuSeconds() - c0;
+    rawByThread.end();
     ratios.push_back(ours.back() / raw.back());
     handoff.push_back(rawHandoff(la, lb) / 1e3 / kLive);
     serial.push_back(rawPlusScheduler(la, lb, gate, &gv, x, &xv, y, &yv) / 1e3 / kLive);
@@ -704,6 +710,8 @@ void benchPingPong() {
   const double rounds = static_cast<double>(kReps) * kLive;
   row("  CPU time per live round trip", cpuOurs * 1e6 / rounds, cpuRaw * 1e6 / rounds, "us",
       "(process: baton counts its completion threads too)");
+  std::printf("    by thread, baton (us per round trip): %s\n", oursByThread.text(rounds).c_str());
+  std::printf("    by thread, raw (us per round trip): %s\n", rawByThread.text(rounds).c_str());
   destroyEvents(ea);
   destroyEvents(eb);
 }

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "raw_driver.hpp"
+#include "sampler.hpp"         // ThreadCpu: CPU per frame by thread
 #include "stream_backend.hpp"  // setIssueMode: both issue designs in one run
 
 namespace {
@@ -886,6 +887,7 @@ int main(int argc, char** argv) {
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
   std::vector<Figures> oursRuns, directRuns, rawRuns;
+  sampler::ThreadCpu byThread[3];  // baton, baton-di, raw: where the process CPU goes
   uint64_t oursFirst = 0;
   for (int r = 0; r < runs; ++r) {
     std::fprintf(stderr, "[run %d]\n", r);  // progress, so a hang shows where
@@ -893,6 +895,7 @@ int main(int argc, char** argv) {
       Figures f;
       const char* name = k == 0 ? "baton" : k == 1 ? "baton-di" : "raw";
       const baton::stream::Stats before = baton::stream::stats();
+      byThread[k].begin();
       if (k < 2) {
         baton::stream::setIssueMode(k == 1, false);
         f = runBaton(ours, oursFirst, frames, warmup);
@@ -902,6 +905,7 @@ int main(int argc, char** argv) {
         f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
         rawRuns.push_back(f);
       }
+      byThread[k].end();
       const baton::stream::Stats after = baton::stream::stats();
       const uint64_t direct = after.directIssued - before.directIssued;
       const uint64_t all = direct + after.postedToIssuer - before.postedToIssuer;
@@ -911,6 +915,14 @@ int main(int argc, char** argv) {
     }
   }
   baton::stream::setIssueMode(false, false);
+  // Where each side's process CPU goes (all frames of all runs, warm-up included).
+  std::printf("\nCPU per frame by thread (us):\n");
+  for (int k = 0; k < 3; ++k)
+    std::printf("  %-9s %s\n",
+                k == 0   ? "baton"
+                : k == 1 ? "baton-di"
+                         : "raw",
+                byThread[k].text(static_cast<double>(runs) * frames).c_str());
 
   struct Row {
     const char* name;

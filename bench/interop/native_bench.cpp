@@ -97,35 +97,6 @@ double cpuUs() {
   return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
 }
 
-// CPU time by thread name (threads of one name summed: baton's "baton-issue", "baton-complete",
-// "baton-bridge", the driver's unnamed ones under the process's name), in µs.
-std::map<std::string, double> cpuByThread() {
-  std::map<std::string, double> out;
-  for (const sampler::Thread& t : sampler::threads()) out[t.name] += sampler::cpuNs(t.tid) / 1e3;
-  return out;
-}
-void addDelta(std::map<std::string, double>* sum, const std::map<std::string, double>& before,
-              const std::map<std::string, double>& after) {
-  for (const auto& [name, us] : after) {
-    auto it = before.find(name);
-    (*sum)[name] += us - (it == before.end() ? 0 : it->second);
-  }
-}
-// "name 12.3, name 4.5" per `per`, largest first, threads under 0.5 left out.
-std::string byThreadText(const std::map<std::string, double>& sum, double per) {
-  std::vector<std::pair<double, std::string>> v;
-  for (const auto& [name, us] : sum)
-    if (us / per >= 0.5) v.emplace_back(us / per, name);
-  std::sort(v.rbegin(), v.rend());
-  std::string out;
-  char buf[96];
-  for (const auto& [us, name] : v) {
-    std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : ", ", name.c_str(), us);
-    out += buf;
-  }
-  return out;
-}
-
 // ---- the environment ----------------------------------------------------------------------
 
 struct Env {
@@ -655,13 +626,14 @@ void runCuda(VulkanContext& vk, const Options& options) {
   std::vector<double> ppNative, ppRaw, ppBridged;
   // Process CPU per round trip, summed over the runs: whether a design spins while it waits.
   double cpuNative = 0, cpuRaw = 0, cpuBridged = 0;
-  std::map<double*, std::map<std::string, double>> threadCpu;  // by variant, by thread name
+  std::map<double*, sampler::ThreadCpu> threadCpu;  // by variant
   auto timedCpu = [&](double* sum, auto&& run) {
-    const std::map<std::string, double> before = cpuByThread();
+    sampler::ThreadCpu& byThread = threadCpu[sum];
+    byThread.begin();
     const double c0 = cpuUs();
     const double us = run();
     *sum += cpuUs() - c0;
-    addDelta(&threadCpu[sum], before, cpuByThread());
+    byThread.end();
     return us;
   };
   for (uint32_t rep = 0; rep < options.reps; ++rep) {
@@ -682,9 +654,8 @@ void runCuda(VulkanContext& vk, const Options& options) {
   // The raw ping-pong runs while the baton imports above exist: their watcher threads
   // ("baton-bridge", waiting in vkWaitSemaphores, which uses CPU on the NVIDIA driver) and
   // baton's idle queues are not raw's cost.
-  double rawOwn = 0;
-  for (const auto& [name, us] : threadCpu[&cpuRaw])
-    if (name.rfind("baton-", 0) != 0 || name.rfind("baton-interop", 0) == 0) rawOwn += us;
+  const sampler::ThreadCpu& rawThreads = threadCpu[&cpuRaw];
+  const double rawOwn = cpuRaw - (rawThreads.ns("baton-") - rawThreads.ns("baton-interop")) / 1e3;
   row("  process CPU per round trip, native", native.ok ? cpuNative / trips : kNone, rawOwn / trips,
       "CPU time of all threads / round trips (raw: without baton's threads)");
   row("  process CPU per round trip, bridged", cpuBridged / trips, rawOwn / trips,
@@ -694,7 +665,7 @@ void runCuda(VulkanContext& vk, const Options& options) {
                            {&cpuRaw, "raw"}})
     if (threadCpu.count(sum))
       std::printf("    by thread, %s (us per round trip): %s\n", name,
-                  byThreadText(threadCpu[sum], trips).c_str());
+                  threadCpu[sum].text(trips).c_str());
 
   double wn = kNone, wnVk = kNone;
   if (native.ok) {
