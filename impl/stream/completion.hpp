@@ -248,13 +248,8 @@ class Completion {
   void parkLazily(bool progressed) {
     Waker& w = *q_->waker;
     w.lazy.store(true, std::memory_order_seq_cst);
-    // After `lazy` is set, so that a push or a need that missed it is seen here (the pusher
-    // sets inboxPending before it looks at `lazy`; a need sets its count before unparking).
-    const bool wake = w.needed() || w.lookRequested.load(std::memory_order_seq_cst) ||
-                      q_->throttled.load(std::memory_order_seq_cst) ||
-                      q_->stop.load(std::memory_order_seq_cst) || pendingUrgentOrMany();
     // (stop: the thread then watches its last records, see run.)
-    if (!wake) {
+    if (!lazyParkEnds()) {
       Counters::add(kLazyParks, 1);
       w.parker.park(Deadline::after(lazyNs_));
     }
@@ -281,13 +276,8 @@ class Completion {
     Waker& w = *q_->waker;
     w.awaitingHostCalls.store(true, std::memory_order_seq_cst);
     w.lazy.store(true, std::memory_order_seq_cst);
-    // After the flags (see HostCalls::ranOne and parkLazily): a call, push or need that missed
-    // them is seen here.
-    const bool wake = calls->ran.load(std::memory_order_seq_cst) >= calls->total || w.needed() ||
-                      w.lookRequested.load(std::memory_order_seq_cst) ||
-                      q_->throttled.load(std::memory_order_seq_cst) ||
-                      q_->stop.load(std::memory_order_seq_cst) || pendingUrgentOrMany();
-    if (!wake) {
+    // After the flag (see HostCalls::ranOne): a call that missed it is seen here.
+    if (calls->ran.load(std::memory_order_seq_cst) < calls->total && !lazyParkEnds()) {
       Counters::add(kHostCallParks, 1);
       // Bounded only to notice a device lost elsewhere: the trampoline's wake is what ends it.
       w.parker.park(Deadline::after(kLazyLookMaxNs));
@@ -295,6 +285,17 @@ class Completion {
     w.lazy.store(false, std::memory_order_seq_cst);
     w.awaitingHostCalls.store(false, std::memory_order_seq_cst);
     return true;
+  }
+
+  // With Waker::lazy set: whether something already asks for the look a lazy park waits for (a
+  // need, a look request, room on the stream, the queue's end, an urgent push or kLookRecords
+  // records). Read after `lazy` is set, so that a push or a need that missed it is seen here (the
+  // pusher sets inboxPending before it looks at `lazy`; a need sets its count before unparking).
+  bool lazyParkEnds() {
+    const Waker& w = *q_->waker;
+    return w.needed() || w.lookRequested.load(std::memory_order_seq_cst) ||
+           q_->throttled.load(std::memory_order_seq_cst) ||
+           q_->stop.load(std::memory_order_seq_cst) || pendingUrgentOrMany();
   }
 
   // Whether the inbox holds an urgent record or kLookRecords of them (what a push wakes for).

@@ -637,41 +637,73 @@ FakePause fakeDriverPause(baton::BackendKind kind) {
   return pause;
 }
 
+// Tests of what baton's threads do while a queue's GPU work is busy: queue 0 is held busy by the
+// gate kernel where the test kernels load, else by the fake driver's pause (every stream stops),
+// until openGpu() or the end of the test.
+class StreamBusyTest : public StreamBackendTest {
+ protected:
+  // Makes queue 0 busy; false (with skip_ saying why) where neither way is available.
+  bool holdGpu() {
+    if (kernelsMissing_.empty()) {
+      gate_ = std::make_unique<Gate>(*device_, kernels_);
+      auto gated = makeCommands([&](baton::CommandBuffer cb) { gate_->record(cb); });
+      EXPECT_OK(submit(queue(0), {}, {*gated}, {}));
+      return true;
+    }
+    pause_ = fakeDriverPause(backend());
+    if (!pause_) {
+      skip_ = "needs the gate kernel (" + kernelsMissing_ + ") or the fake driver's pause";
+      return false;
+    }
+    if (pause_(1) != 1) {
+      pause_ = nullptr;
+      skip_ = "the fake driver runs in sync mode: its operations run on the calling thread";
+      return false;
+    }
+    return true;
+  }
+  void openGpu() {
+    if (gate_) gate_->open();
+    if (pause_) pause_(0);
+    pause_ = nullptr;
+  }
+  void TearDown() override {
+    openGpu();  // however the test ended, the streams run again
+    if (device_) EXPECT_OK(device_->waitIdle());
+    gate_.reset();  // its buffer, before the device goes
+    StreamBackendTest::TearDown();
+  }
+
+  // Over 100 ms (from 5 ms after now): the completion threads' looks, and how much the Stats
+  // counter `parks` grew; printed after `what`.
+  std::pair<uint64_t, uint64_t> looksAndParks(uint64_t baton::stream::Stats::*parks,
+                                              const char* what) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const baton::stream::Stats before = baton::stream::stats();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const baton::stream::Stats after = baton::stream::stats();
+    const uint64_t looks = after.completionLooks - before.completionLooks;
+    const uint64_t parked = after.*parks - before.*parks;
+    std::printf("%s, 100 ms: %llu looks, %llu parks\n", what,
+                static_cast<unsigned long long>(looks), static_cast<unsigned long long>(parked));
+    return {looks, parked};
+  }
+
+  std::unique_ptr<Gate> gate_;
+  FakePause pause_ = nullptr;
+  std::string skip_;
+};
+
 // No thread polls while the GPU is simply busy (issue 16): with records in flight and nothing
 // waiting for them, the completion thread looks for completions a few times, backing off, not
 // every few microseconds. A submission of another backend held until a value of this queue is
 // reached makes it watch (it parks lazily no more) until the value is reached.
-TEST_P(StreamBackendTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
-  std::unique_ptr<Gate> gate;
-  FakePause pause = nullptr;
-  if (kernelsMissing_.empty())
-    gate = std::make_unique<Gate>(*device_, kernels_);
-  else
-    pause = fakeDriverPause(backend());
-  if (!gate && !pause)
-    GTEST_SKIP() << "needs the gate kernel (" << kernelsMissing_ << ") or the fake driver's pause";
+TEST_P(StreamBusyTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
+  if (!holdGpu()) GTEST_SKIP() << skip_;
   auto s = makeSemaphore("busy");
-  if (gate) {
-    auto gated = makeCommands([&](baton::CommandBuffer cb) { gate->record(cb); });
-    ASSERT_OK(submit(queue(0), {}, {*gated}, {}));
-  } else if (pause(1) != 1) {
-    GTEST_SKIP() << "the fake driver runs in sync mode: its operations run on the calling thread";
-  }
-  struct Resume {  // however the test ends, the fake driver's streams run again
-    FakePause pause;
-    ~Resume() {
-      if (pause) pause(0);
-    }
-  } resume{pause};
   for (uint64_t i = 1; i <= 8; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*s, i}}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  baton::stream::Stats before = baton::stream::stats();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  baton::stream::Stats after = baton::stream::stats();
-  const uint64_t looks = after.completionLooks - before.completionLooks;
-  const uint64_t parks = after.lazyParks - before.lazyParks;
-  std::printf("busy GPU, nothing waiting, 100 ms: %llu looks, %llu lazy parks\n",
-              static_cast<unsigned long long>(looks), static_cast<unsigned long long>(parks));
+  auto [looks, parks] =
+      looksAndParks(&baton::stream::Stats::lazyParks, "busy GPU, nothing waiting (lazy parks)");
   EXPECT_LE(looks, 20u) << "the completion thread polls while nothing needs it";
   EXPECT_GE(parks, 2u);
 
@@ -683,17 +715,11 @@ TEST_P(StreamBackendTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
   auto t = makeSemaphore("after busy");
   ASSERT_OK(submit(hq, {{*s, 8}}, {}, {{*t, 1}}));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past any lazy park
-  before = baton::stream::stats();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  after = baton::stream::stats();
-  std::printf("busy GPU, a host queue waiting, 50 ms: %llu looks, %llu lazy parks\n",
-              static_cast<unsigned long long>(after.completionLooks - before.completionLooks),
-              static_cast<unsigned long long>(after.lazyParks - before.lazyParks));
-  EXPECT_EQ(after.lazyParks, before.lazyParks) << "a held submission's value is not watched";
-  if (gate)
-    gate->open();
-  else
-    pause(0);
+  auto [watchedLooks, watchedParks] = looksAndParks(&baton::stream::Stats::lazyParks,
+                                                    "busy GPU, a host queue waiting (lazy parks)");
+  (void)watchedLooks;
+  EXPECT_EQ(watchedParks, 0u) << "a held submission's value is not watched";
+  openGpu();
   ASSERT_OK(t->wait(1, kLongNs)) << sink_.dump();
   uint64_t v = 0;
   ASSERT_OK(s->getValue(&v));
@@ -709,28 +735,9 @@ Result countCall(void* user) {
   return Result::Success;
 }
 
-TEST_P(StreamBackendTest, HostCallsAreAwaitedWithoutPolling) {
-  std::unique_ptr<Gate> gate;
-  FakePause pause = nullptr;
-  if (kernelsMissing_.empty())
-    gate = std::make_unique<Gate>(*device_, kernels_);
-  else
-    pause = fakeDriverPause(backend());
-  if (!gate && !pause)
-    GTEST_SKIP() << "needs the gate kernel (" << kernelsMissing_ << ") or the fake driver's pause";
+TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
+  if (!holdGpu()) GTEST_SKIP() << skip_;
   auto s = makeSemaphore("after the call");
-  if (gate) {
-    auto gated = makeCommands([&](baton::CommandBuffer cb) { gate->record(cb); });
-    ASSERT_OK(submit(queue(0), {}, {*gated}, {}));
-  } else if (pause(1) != 1) {
-    GTEST_SKIP() << "the fake driver runs in sync mode: its operations run on the calling thread";
-  }
-  struct Resume {
-    FakePause pause;
-    ~Resume() {
-      if (pause) pause(0);
-    }
-  } resume{pause};
   std::atomic<int> calls{0};
   auto call =
       makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(countCall, &calls)); });
@@ -739,21 +746,12 @@ TEST_P(StreamBackendTest, HostCallsAreAwaitedWithoutPolling) {
   // own event (sleepOnOldest), which would otherwise hide a poll.
   auto u = makeSemaphore("behind the call");
   for (uint64_t i = 1; i <= 4; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*u, i}}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  baton::stream::Stats before = baton::stream::stats();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  baton::stream::Stats after = baton::stream::stats();
-  const uint64_t looks = after.completionLooks - before.completionLooks;
-  const uint64_t parks = after.hostCallParks - before.hostCallParks;
-  std::printf("busy GPU, a host call pending, 100 ms: %llu looks, %llu host-call parks\n",
-              static_cast<unsigned long long>(looks), static_cast<unsigned long long>(parks));
+  auto [looks, parks] = looksAndParks(&baton::stream::Stats::hostCallParks,
+                                      "busy GPU, a host call pending (host-call parks)");
   EXPECT_LE(looks, 20u) << "the completion thread polls for a host call the GPU has not reached";
   EXPECT_GE(parks, 1u);
   EXPECT_EQ(calls.load(), 0);
-  if (gate)
-    gate->open();
-  else
-    pause(0);
+  openGpu();
   // Published promptly once the call ran: a host wait sees it well within the bound.
   ASSERT_OK(s->wait(1, kLongNs)) << sink_.dump();
   EXPECT_EQ(calls.load(), 1);
@@ -761,6 +759,7 @@ TEST_P(StreamBackendTest, HostCallsAreAwaitedWithoutPolling) {
 }
 
 BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamBackendTest);
+BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamBusyTest);
 
 }  // namespace
 }  // namespace baton_test
