@@ -55,6 +55,7 @@ Stats stats() noexcept {
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];
   s.hostCallParks = c[kHostCallParks];
+  s.republished = c[kRepublished];
   return s;
 }
 

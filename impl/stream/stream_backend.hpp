@@ -100,6 +100,9 @@ struct Stats {
   // Times a completion thread parked until a submission's host calls had run, instead of
   // watching its events (only grows).
   uint64_t hostCallParks = 0;
+  // Records that were to be published by the host, behind a submission with host calls, and were
+  // published as timepoints of their events once nothing with host calls was ahead (only grows).
+  uint64_t republished = 0;
 };
 Stats stats() noexcept;
 

@@ -40,6 +40,7 @@ enum Counter : size_t {
   kLazyParks,        // completion threads parked with records in flight that nothing needed
   kCompletionLooks,  // completion threads' looks at their oldest records (event queries)
   kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
+  kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
   kCounterCount
 };
 

@@ -758,6 +758,58 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
   ASSERT_OK(u->wait(4, kLongNs)) << sink_.dump();
 }
 
+// Signals behind a submission with host calls are published by the host (the queue's signal
+// order) only while such a submission is ahead of them: once it finished, those behind it are
+// published as timepoints, and a queue waiting for one is issued with a GPU-side wait before the
+// work it waits for has run (issue 16).
+// A host call that holds its stream until `release` is set (at most 10 s).
+Result holdUntilReleased(void* user) {
+  auto* release = static_cast<std::atomic<bool>*>(user);
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!release->load() && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  return Result::Success;
+}
+
+TEST_P(StreamBusyTest, SignalsBehindFinishedHostCallsArePublishedOnTheGpu) {
+  if (!kernelsMissing_.empty())
+    GTEST_SKIP() << "needs the gate kernel (" << kernelsMissing_
+                 << "); the fake driver's pause would hold the host call too";
+  auto s = makeSemaphore("host call"), t = makeSemaphore("behind it"),
+       u = makeSemaphore("other queue");
+  std::atomic<bool> release{false};
+  struct Release {  // however the test ends, the host call returns
+    std::atomic<bool>& flag;
+    ~Release() { flag = true; }
+  } released{release};
+  auto call = makeCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(holdUntilReleased, &release)); });
+  const baton::stream::Stats before = baton::stream::stats();
+  ASSERT_OK(submit(queue(0), {}, {*call}, {{*s, 1}}));
+  ASSERT_TRUE(holdGpu()) << skip_;                 // the gate kernel, after the host call
+  ASSERT_OK(submit(queue(0), {}, {}, {{*t, 1}}));  // released while the host call is ahead
+  ThreadSeen issued;
+  auto mark =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &issued)); });
+  ASSERT_OK(submit(queue(1), {{*t, 1}}, {*mark}, {{*u, 1}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(issued.calls.load(), 0) << "queue 1 was issued before t's signal was published";
+  release = true;
+  ASSERT_OK(s->wait(1, kLongNs)) << sink_.dump();  // the host call ran, its signal is out
+  const auto give = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (issued.calls.load() == 0 && std::chrono::steady_clock::now() < give)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(issued.calls.load(), 1) << "queue 1 still waits for the host to publish t";
+  EXPECT_GE(baton::stream::stats().republished - before.republished, 1u);
+  uint64_t v = 1;
+  ASSERT_OK(u->getValue(&v));
+  EXPECT_EQ(v, 0u) << "queue 1 ran before queue 0 reached t";
+  openGpu();
+  ASSERT_OK(u->wait(1, kLongNs)) << sink_.dump();
+  ASSERT_OK(t->getValue(&v));
+  EXPECT_EQ(v, 1u);
+}
+
 BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamBackendTest);
 BATON_INSTANTIATE_FOR_STREAM_BACKENDS(StreamBusyTest);
 
