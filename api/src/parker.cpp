@@ -49,6 +49,10 @@ bool Parker::park(Deadline deadline) noexcept {
     if (deadline.expired()) break;
     sched_yield();
   }
+  return parkWithoutSpin(deadline);
+}
+
+bool Parker::parkWithoutSpin(Deadline deadline) noexcept {
   for (;;) {
     uint32_t s = state_.load(std::memory_order_acquire);
     if (s == kNotified) {

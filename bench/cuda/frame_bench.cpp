@@ -880,48 +880,57 @@ int main(int argc, char** argv) {
   setupSide(ours, true);
   setupSide(raw, false);
 
-  // baton runs in its default issue mode (every submission issued by the device's issuing
-  // thread) and, alternating with it, with direct issue (a submission that nothing holds back is
-  // issued by the submitting thread; issue 16): the same Side, so the frames continue on the
-  // same timelines. "direct" says how many of the run's submissions were issued directly.
+  // baton runs in its default issue mode (a submission that nothing holds back is issued by
+  // the submitting thread after a gap, otherwise by the device's issuing thread; issue 16) and,
+  // alternating with it, with every submission issued by the issuing thread and with direct
+  // issue (whenever nothing holds it back): the same Side, so the frames continue on the same
+  // timelines. "direct" says how many of the run's submissions were issued directly.
+  struct Mode {
+    const char* name;
+    baton::stream::IssueMode mode;  // unused for raw
+    const char* what;
+  };
+  const Mode modes[] = {
+      {"baton", baton::stream::IssueMode::AfterGap, "the default (direct after a gap)"},
+      {"baton-it", baton::stream::IssueMode::IssuingThread,
+       "every submission by the issuing thread (BATON_STREAM_DIRECT_ISSUE=0)"},
+      {"baton-di", baton::stream::IssueMode::Direct,
+       "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
+      {"raw", baton::stream::IssueMode::AfterGap, nullptr}};
+  constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1;
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
-  std::vector<Figures> oursRuns, directRuns, rawRuns;
-  sampler::ThreadCpu byThread[3];  // baton, baton-di, raw: where the process CPU goes
+  std::vector<Figures> runsOf[kModes];
+  sampler::ThreadCpu byThread[kModes];  // where each side's process CPU goes
   uint64_t oursFirst = 0;
   for (int r = 0; r < runs; ++r) {
     std::fprintf(stderr, "[run %d]\n", r);  // progress, so a hang shows where
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kModes; ++k) {
       Figures f;
-      const char* name = k == 0 ? "baton" : k == 1 ? "baton-di" : "raw";
       const baton::stream::Stats before = baton::stream::stats();
       byThread[k].begin();
-      if (k < 2) {
-        baton::stream::setIssueMode(k == 1, false);
+      if (k != kRaw) {
+        baton::stream::setIssueMode(modes[k].mode, false);
         f = runBaton(ours, oursFirst, frames, warmup);
         oursFirst += frames;
-        (k == 0 ? oursRuns : directRuns).push_back(f);
       } else {
         f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
-        rawRuns.push_back(f);
       }
+      runsOf[k].push_back(f);
       byThread[k].end();
       const baton::stream::Stats after = baton::stream::stats();
       const uint64_t direct = after.directIssued - before.directIssued;
       const uint64_t all = direct + after.postedToIssuer - before.postedToIssuer;
-      std::printf("%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, name, f.wallUs, f.threadCpuUs,
+      std::printf("%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
                   f.processCpuUs,
-                  k == 2 ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
+                  k == kRaw ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
     }
   }
-  baton::stream::setIssueMode(false, false);
+  baton::stream::setIssueMode(baton::stream::IssueMode::AfterGap, false);
   // Where each side's process CPU goes (all frames of all runs, warm-up included).
   std::printf("\nCPU per frame by thread (us):\n");
-  for (int k = 0; k < 3; ++k)
-    std::printf("  %-9s %s\n",
-                k == 0   ? "baton"
-                : k == 1 ? "baton-di"
-                         : "raw",
+  for (int k = 0; k < kModes; ++k)
+    std::printf("  %-9s %s\n", modes[k].name,
                 byThread[k].text(static_cast<double>(runs) * frames).c_str());
 
   struct Row {
@@ -931,33 +940,29 @@ int main(int argc, char** argv) {
   } rows[] = {{"frame time (steady state, wall)", &Figures::wallUs, 1.1},
               {"submitting-thread CPU per frame", &Figures::threadCpuUs, 1.2},
               {"process CPU per frame", &Figures::processCpuUs, 1.5}};
-  std::printf("\n%-34s %12s %12s %8s %8s %8s  %s\n", "figure", "baton",
-              ("raw " + std::string(driver.name)).c_str(), "ratio", "paired", "target", "unit");
-  for (const Row& row : rows) {
-    std::vector<double> o, w, ratios;
-    for (int r = 0; r < runs; ++r) {
-      o.push_back(oursRuns[r].*row.field);
-      w.push_back(rawRuns[r].*row.field);
-      ratios.push_back(w.back() > 0 ? o.back() / w.back() : 0);
+  for (int k = 0; k < kRaw; ++k) {
+    if (k == 0)
+      std::printf("\n%-34s %12s %12s %8s %8s %8s  %s\n", "figure", "baton",
+                  ("raw " + std::string(driver.name)).c_str(), "ratio", "paired", "target", "unit");
+    else
+      std::printf("the same with %s (%s):\n", modes[k].what, modes[k].name);
+    for (const Row& row : rows) {
+      std::vector<double> o, w, ratios;
+      for (int r = 0; r < runs; ++r) {
+        o.push_back(runsOf[k][r].*row.field);
+        w.push_back(runsOf[kRaw][r].*row.field);
+        ratios.push_back(w.back() > 0 ? o.back() / w.back() : 0);
+      }
+      const double mo = median(o), mw = median(w), ratio = mw > 0 ? mo / mw : 0;
+      if (k == 0)
+        std::printf("%-34s %12.2f %12.2f %7.2fx %7.2fx  <=%.1fx  us %s\n", row.name, mo, mw, ratio,
+                    median(ratios), row.target,
+                    !env.kernels          ? "(emulated: no meaning)"
+                    : ratio <= row.target ? "(met)"
+                                          : "(MISSED)");
+      else
+        std::printf("%-34s %12.2f %12.2f %7.2fx %7.2fx\n", row.name, mo, mw, ratio, median(ratios));
     }
-    const double mo = median(o), mw = median(w), ratio = mw > 0 ? mo / mw : 0;
-    std::printf("%-34s %12.2f %12.2f %7.2fx %7.2fx  <=%.1fx  us %s\n", row.name, mo, mw, ratio,
-                median(ratios), row.target,
-                !env.kernels          ? "(emulated: no meaning)"
-                : ratio <= row.target ? "(met)"
-                                      : "(MISSED)");
-  }
-  std::printf("the same with direct issue (baton-di, BATON_STREAM_DIRECT_ISSUE=1):\n");
-  for (const Row& row : rows) {
-    std::vector<double> o, w, ratios;
-    for (int r = 0; r < runs; ++r) {
-      o.push_back(directRuns[r].*row.field);
-      w.push_back(rawRuns[r].*row.field);
-      ratios.push_back(w.back() > 0 ? o.back() / w.back() : 0);
-    }
-    const double mo = median(o), mw = median(w);
-    std::printf("%-34s %12.2f %12.2f %7.2fx %7.2fx\n", row.name, mo, mw, mw > 0 ? mo / mw : 0,
-                median(ratios));
   }
 
   BATON_OK(env.device.waitIdle());

@@ -152,7 +152,7 @@ class Completion {
           w.lazy.store(true, std::memory_order_seq_cst);
           if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
               !q_->stop.load(std::memory_order_seq_cst))
-            w.parker.park(Deadline::after(lazyNs_));
+            w.parker.parkWithoutSpin(Deadline::after(lazyNs_));
           w.lazy.store(false, std::memory_order_seq_cst);
           lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
           continue;
@@ -160,7 +160,7 @@ class Completion {
         q_->waker->idle.store(true, std::memory_order_seq_cst);
         if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
             !q_->stop.load(std::memory_order_acquire))
-          q_->waker->parker.park(Deadline::never());
+          q_->waker->parker.parkWithoutSpin(Deadline::never());
         q_->waker->idle.store(false, std::memory_order_seq_cst);
         pollNs_ = kPollMinNs;
         lazyNs_ = kLazyLookMinNs;
@@ -252,7 +252,7 @@ class Completion {
     // (stop: the thread then watches its last records, see run.)
     if (!lazyParkEnds()) {
       Counters::add(kLazyParks, 1);
-      w.parker.park(Deadline::after(lazyNs_));
+      w.parker.parkWithoutSpin(Deadline::after(lazyNs_));
     }
     w.lazy.store(false, std::memory_order_seq_cst);
     if (!progressed) lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
@@ -281,7 +281,7 @@ class Completion {
     if (calls->ran.load(std::memory_order_seq_cst) < calls->total && !lazyParkEnds()) {
       Counters::add(kHostCallParks, 1);
       // Bounded only to notice a device lost elsewhere: the trampoline's wake is what ends it.
-      w.parker.park(Deadline::after(kLazyLookMaxNs));
+      w.parker.parkWithoutSpin(Deadline::after(kLazyLookMaxNs));
     }
     w.lazy.store(false, std::memory_order_seq_cst);
     w.awaitingHostCalls.store(false, std::memory_order_seq_cst);
@@ -405,6 +405,9 @@ class Completion {
       for (size_t i = 0; i < n; ++i)
         if (inflight_[i].externalWaits && !inflight_[i].signalsDone)
           failIfReleasedByFailure(inflight_[i]);
+      // Known complete before any waiter learns it (a waiter that then submits finds the
+      // queue idle, QueueShared::streamIdle).
+      q_->waker->sawComplete(inflight_[n - 1].seq);
       for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
       // Signals published as timepoints are already visible (a query of their event sees them
       // complete): reach them in any order, once per semaphore with its highest value — one

@@ -52,6 +52,7 @@ Stats stats() noexcept {
   s.timepointsPublishedLate = c[kPublishedLate];
   s.directIssued = c[kDirectIssued];
   s.postedToIssuer = c[kPosted];
+  s.postedQueueBusy = c[kDirectQueueBusy];
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];
   s.hostCallParks = c[kHostCallParks];
@@ -59,9 +60,19 @@ Stats stats() noexcept {
   return s;
 }
 
-void setIssueMode(bool direct, bool batch) noexcept {
-  gDirectIssue.store(direct, std::memory_order_relaxed);
+void setIssueMode(IssueMode mode, bool batch, uint64_t gapNs) noexcept {
+  gDirectAfterGapNs.store(gapNs != 0 ? gapNs : kDirectAfterGapNs, std::memory_order_relaxed);
+  gDirectIssue.store(mode == IssueMode::Direct     ? DirectIssue::Always
+                     : mode == IssueMode::AfterGap ? DirectIssue::AfterGap
+                                                   : DirectIssue::Never,
+                     std::memory_order_relaxed);
   gDirectBatch.store(batch, std::memory_order_relaxed);
+}
+
+void resetIssueMode() noexcept {
+  gDirectIssue.store(directIssueFromEnv(), std::memory_order_relaxed);
+  gDirectBatch.store(envFlag("BATON_STREAM_DIRECT_BATCH", false), std::memory_order_relaxed);
+  gDirectAfterGapNs.store(kDirectAfterGapNs, std::memory_order_relaxed);
 }
 
 }  // namespace baton::stream

@@ -23,6 +23,7 @@
 
 #include "backend.hpp"
 #include "callback_scope.hpp"
+#include "clock.hpp"
 #include "completion.hpp"
 #include "issue_ring.hpp"
 #include "issuer.hpp"
@@ -128,10 +129,20 @@ class StreamQueue final : public core::QueueImpl {
   // after that lock is released. Not on baton's own threads (they hand work on rather than
   // make driver calls for other queues), not inside a driver host function (no driver calls
   // there), not inside a callback (a native callback's thread already holds an issueMutex).
+  // By default only after a gap, on a stream whose work has all completed (DirectIssue::AfterGap,
+  // stream_tuning.hpp says why): the time of the previous submission that came here is kept
+  // under the core queue's lock.
   bool startDirect(std::unique_ptr<core::Submission>& sub) override {
-    if (!gDirectIssue.load(std::memory_order_relaxed) || tInternalThread || tInsideHostFunction ||
+    const DirectIssue mode = gDirectIssue.load(std::memory_order_relaxed);
+    if (mode == DirectIssue::Never || tInternalThread || tInsideHostFunction ||
         core::CallbackScope::current() != nullptr)
       return false;
+    if (mode == DirectIssue::AfterGap) {
+      const uint64_t now = core::nowNs();
+      const bool gap = now - lastSubmitNs_ >= gDirectAfterGapNs.load(std::memory_order_relaxed);
+      lastSubmitNs_ = now;
+      if (!gap) return false;
+    }
     // Everything posted was taken by the issuing thread (it counts what it took after taking
     // it); what it took it issues under issueMutex, which is free only when it is done.
     if (q_->taken.load(std::memory_order_acquire) != q_->posted) return false;
@@ -139,6 +150,11 @@ class StreamQueue final : public core::QueueImpl {
     if (q_->continuation || !q_->deferred.empty() ||
         q_->resumePending.load(std::memory_order_acquire) || !readyForDirect(*sub)) {
       q_->issueMutex.unlock();
+      return false;
+    }
+    if (mode == DirectIssue::AfterGap && !q_->streamIdle()) {
+      q_->issueMutex.unlock();
+      Counters::add(kDirectQueueBusy, 1);
       return false;
     }
     direct_ = release(std::move(sub));
@@ -217,8 +233,9 @@ class StreamQueue final : public core::QueueImpl {
   }
 
   std::shared_ptr<QueueShared> q_;
-  std::thread thread_;  // completion
-  Issue direct_;        // between startDirect and finishDirect (issueMutex held)
+  std::thread thread_;         // completion
+  Issue direct_;               // between startDirect and finishDirect (issueMutex held)
+  uint64_t lastSubmitNs_ = 0;  // startDirect's previous call (the core queue's lock)
 };
 
 }  // namespace

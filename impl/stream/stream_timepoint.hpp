@@ -90,6 +90,17 @@ struct Waker final : core::LazyObserver {
   }
   void removeWatcher() { watchers.fetch_sub(1, std::memory_order_seq_cst); }
 
+  // The newest record of the queue (its QueueShared::pushed number) known to have completed: a
+  // host thread's wait or query saw its event complete, or the completion thread retired it.
+  // Records complete in stream order, so all before it have too (QueueShared::streamIdle).
+  std::atomic<uint64_t> seenDone{0};
+  void sawComplete(uint64_t seq) noexcept {
+    uint64_t seen = seenDone.load(std::memory_order_relaxed);
+    while (seen < seq && !seenDone.compare_exchange_weak(seen, seq, std::memory_order_release,
+                                                         std::memory_order_relaxed)) {
+    }
+  }
+
   // Whether a host thread or a held submission needs completions observed until they come
   // (a one-off request, lookRequested, asks for a single look instead).
   bool needed() const {
@@ -174,6 +185,11 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     return Status();
   }
 
+  // Issuing side, when its record is pushed: the record's number (QueueShared::pushed), which a
+  // host thread that sees the event complete reports (Waker::sawComplete). 0 until then, which
+  // reports nothing.
+  void setSeq(uint64_t seq) noexcept { seq_.store(seq, std::memory_order_relaxed); }
+
   // Issuing thread only, once: the event is recorded, consumers may wait for it.
   void markRecorded() {
     if (recorded_.exchange(kRecorded, std::memory_order_acq_rel) == kUnrecordedWaiters)
@@ -193,7 +209,9 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     // instead of querying in another context (whose error would be read as device loss).
     ContextScope scope(shared_->driver, shared_->config.context);
     if (!scope.ok()) return Status(Result::NotReady);
-    return shared_->driver.eventQuery(event_);
+    Status st = shared_->driver.eventQuery(event_);
+    if (st.ok()) waker_->sawComplete(seq_.load(std::memory_order_relaxed));
+    return st;
   }
 
   Status wait(Deadline deadline) override {
@@ -207,6 +225,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
       const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
       while (scope.ok()) {
         Status s = shared_->driver.eventQuery(event_);
+        if (s.ok()) waker_->sawComplete(seq_.load(std::memory_order_relaxed));
         if (s.code() != Result::NotReady) return s;  // completed, or an error (device lost)
         uint64_t now = core::nowNs();
         if (!deadline.isNever() && now >= deadline.ns) return Status(Result::Timeout);
@@ -272,6 +291,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   std::atomic<uint32_t> recorded_;
   std::atomic<uint32_t> state_{kPending};
   std::atomic<uint32_t> watched_{kUnwatched};  // see watch()
+  std::atomic<uint64_t> seq_{0};               // see setSeq
   Status outcome_;                             // written before state_ becomes kDone
 };
 

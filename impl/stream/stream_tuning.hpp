@@ -107,16 +107,41 @@ constexpr uint64_t kRecordSpinNs = 20'000;
 // with fewer free cores than busy threads, the thread being waited for may need it.
 constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // Direct issue (StreamQueue::startDirect): a submitting thread makes the driver calls of a
-// submission that nothing holds back. Off unless BATON_STREAM_DIRECT_ISSUE=1 in the environment:
-// on the H100 it made the caller's submit cost 1.7 us against 0.44 us with the issuing thread,
-// and the live ping-pong 3.1x raw against 1.9x (cuda_bench, issue 16), while the completion
-// threads still poll the driver as records arrive. setIssueMode (stream_backend.hpp) switches it
-// at run time, so that the benchmarks compare both designs in one process.
+// submission that nothing holds back, instead of handing it to the device's issuing thread.
+// The hand-off pays when it overlaps the driver calls with the submitter's next submissions; a
+// submitter that submits once and then waits (or works on the host) gains nothing from it and
+// pays its latency: on the H100, "naive" submit + wait took 1.25x raw through the issuing thread
+// and 1.07x issued directly, while in a stream of submissions the issuing thread is the faster
+// one (live ping-pong 1.9x raw against 2.5x; the caller's submit 0.72x against 2.4x; cuda_bench,
+// issue 16). So by default (DirectIssue::AfterGap) a submission is issued directly when the
+// queue's previous submission that was released at once came kDirectAfterGapNs or longer before
+// it, the issuing thread holds nothing of the queue, and all the work on the queue's stream is
+// known to have completed (QueueShared::streamIdle: a host wait or query saw the newest record
+// complete, or the completion thread retired it); within a stream of submissions, or while the
+// queue's GPU work runs (or nobody looked), they go to the issuing thread. With
+// the gap alone, 4-28% of bench/cuda/frame_bench's submissions went direct (its queues' gaps
+// average ~13 µs), mixed with the issuing thread's, and its frame time was 1.18-1.22x raw
+// against 1.12x with the issuing thread alone (one run of three frames each).
+// BATON_STREAM_DIRECT_ISSUE=1 issues every such submission directly, =0 none. setIssueMode
+// (stream_backend.hpp) switches it at run time, so that the benchmarks compare the designs in one
+// process.
+enum class DirectIssue : int { Never = 0, Always = 1, AfterGap = 2 };
+// Longer than the gaps within a stream of submissions (0.3-1 µs in the live ping-pong, a few µs
+// in bench/cuda/frame_bench's chains), shorter than a submit + wait of the smallest kernel
+// (about 10 µs on the H100, where one round trip through the issuing thread cost 2.4 µs more).
+// setIssueMode may change it (tests).
+constexpr uint64_t kDirectAfterGapNs = 5'000;
+std::atomic<uint64_t> gDirectAfterGapNs{kDirectAfterGapNs};
 inline bool envFlag(const char* name, bool otherwise) {
   const char* v = std::getenv(name);
   return v && v[0] ? v[0] != '0' : otherwise;
 }
-std::atomic<bool> gDirectIssue{envFlag("BATON_STREAM_DIRECT_ISSUE", false)};
+inline DirectIssue directIssueFromEnv() {
+  const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
+  if (!v || !v[0]) return DirectIssue::AfterGap;
+  return v[0] == '0' ? DirectIssue::Never : DirectIssue::Always;
+}
+std::atomic<DirectIssue> gDirectIssue{directIssueFromEnv()};
 // Whether a direct issue batches its records for the completion thread (QueueShared::push) or
 // hands each over at once: BATON_STREAM_DIRECT_BATCH=1 (an experiment, off by default).
 std::atomic<bool> gDirectBatch{envFlag("BATON_STREAM_DIRECT_BATCH", false)};

@@ -80,14 +80,15 @@ TEST_P(StreamBackendTest, NativeQueueDescribesTheStream) {
   EXPECT_NE(seen[0].q.stream, seen[1].q.stream) << "each queue is its own stream";
 }
 
-// Direct issue (Queue::submit, NativeCallback): a submission that nothing holds back is enqueued
-// by the submitting thread inside the submit call, so its native callback has run, on this
-// thread, when submit returns; one held by a wait-before-signal is enqueued by the device's
+// Direct issue (Queue::submit, NativeCallback): a submission that nothing holds back may be
+// enqueued by the submitting thread inside the submit call, so its native callback has run, on
+// this thread, when submit returns; one held by a wait-before-signal is enqueued by the device's
 // issuing thread once released, and its callback runs there. A callback of a direct issue may
 // submit to its own queue (the core queue's lock is not held while it runs); what it submits
-// runs after it. Direct issue is on with BATON_STREAM_DIRECT_ISSUE=1 (off by default; the
-// fake-driver registrations run the suite both ways): off, every callback runs on the issuing
-// thread.
+// runs after it. BATON_STREAM_DIRECT_ISSUE says when (impl/stream/stream_tuning.hpp): unset, by
+// default, after a gap since the queue's previous submission (so the first submission to a
+// queue); 1 whenever nothing holds it back; 0 never (every callback runs on the issuing thread).
+// The fake-driver registrations run the suite all three ways.
 struct ThreadSeen {
   std::atomic<int> calls{0};
   std::thread::id thread;
@@ -98,10 +99,13 @@ baton::Result recordThread(const baton::NativeQueue&, void* userData) {
   seen->calls.fetch_add(1);
   return Result::Success;
 }
-bool directIssueOn() {
+enum class DirectMode { Never, AfterGap, Always };
+DirectMode directMode() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  return v && v[0] && v[0] != '0';
+  if (!v || !v[0]) return DirectMode::AfterGap;
+  return v[0] == '0' ? DirectMode::Never : DirectMode::Always;
 }
+bool directIssueOn() { return directMode() != DirectMode::Never; }
 
 TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {
   ThreadSeen direct, held;
@@ -126,6 +130,53 @@ TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {
   if (!directIssueOn()) {
     EXPECT_NE(direct.thread, std::this_thread::get_id());
   }
+}
+
+// The default issue mode (issue 16): a submission made after a gap since the queue's previous
+// one is issued by the submitting thread, inside submit (a submit + wait then pays no hand-off);
+// one that follows the previous within the gap goes to the device's issuing thread, which
+// overlaps its driver calls with the submitter's next submissions. The gap is set to 200 ms
+// here (5 µs by default), so that "within" and "after" do not depend on the machine's speed.
+TEST_P(StreamBackendTest, SubmissionsAfterAGapAreIssuedDirectlyOthersByTheIssuingThread) {
+  baton::stream::setIssueMode(baton::stream::IssueMode::AfterGap, false, 200'000'000);
+  struct Reset {
+    ~Reset() { baton::stream::resetIssueMode(); }
+  } reset;
+  ThreadSeen first, second, afterGap;
+  auto cbFirst =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &first)); });
+  auto cbSecond =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &second)); });
+  auto cbAfter =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &afterGap)); });
+  auto done = makeSemaphore("done");
+  const baton::stream::Stats before = baton::stream::stats();
+  // The queue's first submission: no previous one, so after any gap.
+  ASSERT_OK(submit(queue(0), {}, {*cbFirst}, {{*done, 1}}));
+  EXPECT_EQ(first.calls.load(), 1) << "the first submission was not issued inside submit";
+  EXPECT_EQ(first.thread, std::this_thread::get_id());
+  ASSERT_OK(submit(queue(0), {}, {*cbSecond}, {{*done, 2}}));
+  ASSERT_OK(done->wait(2, kLongNs));
+  EXPECT_EQ(second.calls.load(), 1);
+  EXPECT_NE(second.thread, std::this_thread::get_id())
+      << "a submission within the gap was issued by the submitting thread";
+  const baton::stream::Stats mid = baton::stream::stats();
+  EXPECT_EQ(mid.directIssued - before.directIssued, 1u);
+  EXPECT_EQ(mid.postedToIssuer - before.postedToIssuer, 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ASSERT_OK(submit(queue(0), {}, {*cbAfter}, {{*done, 3}}));
+  EXPECT_EQ(afterGap.calls.load(), 1) << "a submission after the gap was not issued inside submit";
+  EXPECT_EQ(afterGap.thread, std::this_thread::get_id());
+  ASSERT_OK(done->wait(3, kLongNs));
+  EXPECT_EQ(baton::stream::stats().directIssued - mid.directIssued, 1u);
+  // Never, whatever the gap: every submission goes to the issuing thread.
+  baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread, false);
+  ThreadSeen never;
+  auto cbNever =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &never)); });
+  ASSERT_OK(submit(queue(1), {}, {*cbNever}, {{*done, 4}}));
+  ASSERT_OK(done->wait(4, kLongNs));
+  EXPECT_NE(never.thread, std::this_thread::get_id());
 }
 
 TEST_P(StreamBackendTest, ADirectlyIssuedCallbackSubmitsToItsOwnQueue) {
@@ -756,6 +807,43 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
   ASSERT_OK(s->wait(1, kLongNs)) << sink_.dump();
   EXPECT_EQ(calls.load(), 1);
   ASSERT_OK(u->wait(4, kLongNs)) << sink_.dump();
+}
+
+// The default issue mode issues a submission on the submitting thread after a gap only when the
+// queue's earlier work has all completed: while it runs, the submission goes to the issuing
+// thread, which overlaps its driver calls with what the submitter does next (issue 16). Once
+// the work completed, the next submission after a gap is direct again.
+TEST_P(StreamBusyTest, ASubmissionAfterAGapGoesToTheIssuingThreadWhileTheQueueWorks) {
+  baton::stream::setIssueMode(baton::stream::IssueMode::AfterGap, false, 1'000'000);
+  struct Reset {
+    ~Reset() { baton::stream::resetIssueMode(); }
+  } reset;
+  if (!holdGpu()) GTEST_SKIP() << skip_;
+  ThreadSeen busy, idle;
+  auto cbBusy =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &busy)); });
+  auto cbIdle =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &idle)); });
+  auto done = makeSemaphore("done");
+  // Work of the queue the GPU has not run (with the fake driver's pause, nothing is on the
+  // stream yet).
+  ASSERT_OK(submit(queue(0), {}, {}, {{*done, 1}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms gap
+  ASSERT_OK(submit(queue(0), {}, {*cbBusy}, {{*done, 2}}));
+  // Its callback runs when it is issued, on the GPU's progress or not.
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (busy.calls.load() == 0 && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(busy.calls.load(), 1);
+  EXPECT_NE(busy.thread, std::this_thread::get_id())
+      << "issued on the submitting thread while the queue's work ran";
+  openGpu();
+  ASSERT_OK(done->wait(2, kLongNs));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_OK(submit(queue(0), {}, {*cbIdle}, {{*done, 3}}));
+  EXPECT_EQ(idle.calls.load(), 1) << "not issued inside submit once the queue's work completed";
+  EXPECT_EQ(idle.thread, std::this_thread::get_id());
+  ASSERT_OK(done->wait(3, kLongNs));
 }
 
 // Signals behind a submission with host calls are published by the host (the queue's signal

@@ -48,12 +48,13 @@ struct NativeQueue {
 // the device current (CUDA: its primary context; HIP: hipSetDevice to its ordinal, so runtime
 // calls target it; the calling thread's own context is restored afterwards), on one of two
 // threads:
-//   - with direct issue on (BATON_STREAM_DIRECT_ISSUE=1; off by default), the thread that
-//     called Queue::submit, inside that call, when nothing is held before the submission on its
-//     queue, each of its waits is reached or recorded on a GPU queue, and the submit is made
-//     outside any baton callback (the common case in a frame: no thread hand-off, no wake-up);
+//   - the thread that called Queue::submit, inside that call, when nothing is held before the
+//     submission on its queue, each of its waits is reached or recorded on a GPU queue, the
+//     submit is made outside any baton callback, and it came 5 µs or more after the queue's
+//     previous submit (by default; BATON_STREAM_DIRECT_ISSUE=1: whatever the gap, =0: never);
 //   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
 //     released submissions of all its queues, in each queue's order), after the submit returned.
+// Which one it is can change from one submission to the next.
 // Either way it must enqueue work and return, never block waiting for other baton work (the
 // queue, and on the issuing thread the device's other queues, wait meanwhile).
 // What it may call of baton: as for HostCallback.

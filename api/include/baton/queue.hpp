@@ -33,13 +33,15 @@ class BATON_API Queue : public Handle<Queue> {
 
   // Submits batches in order. Never blocks on their waits: a batch whose waits are not yet met
   // is held (with everything behind it on this queue) and released as soon as they can be met.
-  // On a GPU backend a released batch's signals become waitable by other queues at once, and
-  // the device's issuing thread (a baton thread) makes the driver calls that enqueue it on the
-  // queue's stream, after the call returned. With direct issue (BATON_STREAM_DIRECT_ISSUE=1 in
-  // the environment; off by default) a single batch that nothing holds back (nothing held or
-  // still being issued before it on this queue, every wait reached or recorded on a GPU queue)
-  // is enqueued by the calling thread instead, inside this call (its native callbacks run here
-  // too, see NativeCallback). The issuing thread keeps at most about 1024
+  // On a GPU backend a released batch's signals become waitable by other queues at once. A
+  // single batch that nothing holds back (nothing held or still being issued before it on this
+  // queue, every wait reached or recorded on a GPU queue) submitted 5 µs or more after this
+  // queue's previous submit is enqueued on the queue's stream by the calling thread, inside this
+  // call (its native callbacks run here too, see NativeCallback): a submit followed by a wait
+  // pays no hand-off. Otherwise the device's issuing thread (a baton thread) makes the driver
+  // calls, after the call returned, overlapping them with the caller's next submits.
+  // BATON_STREAM_DIRECT_ISSUE=1 in the environment makes the calling thread enqueue every batch
+  // that nothing holds back, =0 none. The issuing thread keeps at most about 1024
   // operations the GPU has not finished on a stream; when 1024 released batches of this queue
   // wait behind them, the call waits for room, as a driver blocks on a full stream. If a wait's
   // semaphore fails, the batch does not execute and its signals fail with a reason naming the first
