@@ -317,10 +317,10 @@ void benchSubmit() {
   auto submitBatch = [&](Clock::time_point* start, uint64_t* records) {
     const uint64_t before = baton::stream::stats().recordsIssued;
     // Through the issuing thread, which is then awake when the batch starts, as within a stream
-    // of submissions. By default this submission, after a gap on an idle queue, would be issued
-    // by this thread, and the batch would start with the issuing thread asleep: its wake-up
-    // (25-150 us on the H100 machine) would count in "until enqueued". The batch's own first
-    // submission is still issued here, by default.
+    // of submissions. By default this submission, on an idle queue, would be issued by this
+    // thread, and the batch would start with the issuing thread asleep: its wake-up (25-150 us
+    // on the H100 machine) would count in "until enqueued". The batch's own first submission,
+    // on an idle queue, is still issued here by default.
     baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread, false);
     BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
     baton::stream::resetIssueMode();
@@ -827,12 +827,9 @@ void benchNaive() {
   }
   double raw = nsSince(t0) / kIters;
   char note[160];
-  std::snprintf(note, sizeof note,
-                "(raw: launch + %s; baton issued %llu of %d on this thread, %llu posted while "
-                "the queue worked)",
+  std::snprintf(note, sizeof note, "(raw: launch + %s; baton issued %llu of %d on this thread)",
                 driver.streamSynchronizeName,
-                static_cast<unsigned long long>(after.directIssued - before.directIssued), kIters,
-                static_cast<unsigned long long>(after.postedQueueBusy - before.postedQueueBusy));
+                static_cast<unsigned long long>(after.directIssued - before.directIssued), kIters);
   row("naive: submit kernel + wait, each", ours / 1e3, raw / 1e3, "us", note);
 }
 

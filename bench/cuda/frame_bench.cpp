@@ -881,7 +881,8 @@ int main(int argc, char** argv) {
   setupSide(raw, false);
 
   // baton runs in its default issue mode (a submission that nothing holds back is issued by
-  // the submitting thread after a gap, otherwise by the device's issuing thread; issue 16) and,
+  // the submitting thread when its queue is known idle, otherwise by the device's issuing
+  // thread; issue 16) and,
   // alternating with it, with every submission issued by the issuing thread and with direct
   // issue (whenever nothing holds it back): the same Side, so the frames continue on the same
   // timelines. "direct" says how many of the run's submissions were issued directly.
@@ -891,12 +892,12 @@ int main(int argc, char** argv) {
     const char* what;
   };
   const Mode modes[] = {
-      {"baton", baton::stream::IssueMode::AfterGap, "the default (direct after a gap)"},
+      {"baton", baton::stream::IssueMode::WhenIdle, "the default (direct on an idle queue)"},
       {"baton-it", baton::stream::IssueMode::IssuingThread,
        "every submission by the issuing thread (BATON_STREAM_DIRECT_ISSUE=0)"},
       {"baton-di", baton::stream::IssueMode::Direct,
        "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
-      {"raw", baton::stream::IssueMode::AfterGap, nullptr}};
+      {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
   constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1;
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
@@ -926,7 +927,7 @@ int main(int argc, char** argv) {
                   k == kRaw ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
     }
   }
-  baton::stream::setIssueMode(baton::stream::IssueMode::AfterGap, false);
+  baton::stream::resetIssueMode();
   // Where each side's process CPU goes (all frames of all runs, warm-up included).
   std::printf("\nCPU per frame by thread (us):\n");
   for (int k = 0; k < kModes; ++k)

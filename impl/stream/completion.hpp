@@ -406,8 +406,12 @@ class Completion {
         if (inflight_[i].externalWaits && !inflight_[i].signalsDone)
           failIfReleasedByFailure(inflight_[i]);
       // Known complete before any waiter learns it (a waiter that then submits finds the
-      // queue idle, QueueShared::streamIdle).
-      q_->waker->sawComplete(inflight_[n - 1].seq);
+      // queue idle, StreamQueue::startDirect).
+      for (size_t i = n; i-- > 0;)
+        if (inflight_[i].number) {
+          q_->waker->sawComplete(inflight_[i].number);
+          break;
+        }
       for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
       // Signals published as timepoints are already visible (a query of their event sees them
       // complete): reach them in any order, once per semaphore with its highest value — one

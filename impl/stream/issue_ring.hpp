@@ -39,6 +39,7 @@ struct Issue {
   bool urgent = false;           // see Record::urgent
   bool gated = false;            // it waits GPU-side for an imported semaphore
   bool externalSignals = false;  // it signals an imported semaphore of this device GPU-side
+  uint64_t number = 0;           // QueueShared::issued once it was released (Waker::seenDone)
 };
 
 // The released submissions of one queue, in order: written under the core queue's lock (one
@@ -132,6 +133,7 @@ struct Record {
   std::vector<core::Allocation> freeAfter;  // dealloca of memory without a stream-ordered free
   size_t nextList = 0, nextCommand = 0;     // where enqueueing continues after a suspension
   uint64_t seq = 0;                         // QueueShared::pushed when it was pushed
+  uint64_t number = 0;                      // Issue::number; 0 for a suspension record
   uint32_t ops = 0;                         // driver operations it enqueued (overOpsLimit)
 };
 

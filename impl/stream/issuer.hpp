@@ -61,6 +61,7 @@ class Issuer {
     rec.urgent = e.urgent;
     rec.externalWaits = e.gated;
     rec.externalSignals = e.externalSignals;
+    rec.number = e.number;
     if (q_.coreDevice->lost()) {
       failUnrecorded(rec, q_.coreDevice->lostStatus());
       return;

@@ -117,7 +117,6 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Hands a record to the completion thread; issueMutex held.
   void push(Record&& record) {
     record.seq = ++pushed;
-    if (record.timepoint) record.timepoint->setSeq(record.seq);
     opsIssued += record.ops;
     if (directIssuing && !gDirectBatch.load(std::memory_order_relaxed)) {
       // On a submitting thread (StreamQueue::finishDirect): handed over at once, behind what the
@@ -147,13 +146,6 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     // kOutboxBatch issues or kOutboxMaxAgeNs (IssueThread::serve); urgent records go at once.
     if (now || outbox.size() >= kOutboxBatch) flushOutbox(record.urgent);
   }
-
-  // Whether all the work enqueued on the stream is known to have completed: the newest record
-  // pushed was seen complete (Waker::seenDone: by a host wait or query, or the completion
-  // thread). No driver call: with a query of the newest record's event here, the naive
-  // submit + wait took 1.23-1.29x raw on the H100, against 1.12x without the check. So a queue
-  // whose completion nobody looked at counts as working. issueMutex held.
-  bool streamIdle() const { return waker->seenDone.load(std::memory_order_acquire) >= pushed; }
 
   // Hands the records of `outbox` to the completion thread; issueMutex held. `urgent`: one of
   // them is (Record::urgent).

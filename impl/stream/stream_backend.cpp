@@ -52,7 +52,6 @@ Stats stats() noexcept {
   s.timepointsPublishedLate = c[kPublishedLate];
   s.directIssued = c[kDirectIssued];
   s.postedToIssuer = c[kPosted];
-  s.postedQueueBusy = c[kDirectQueueBusy];
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];
   s.hostCallParks = c[kHostCallParks];
@@ -60,10 +59,9 @@ Stats stats() noexcept {
   return s;
 }
 
-void setIssueMode(IssueMode mode, bool batch, uint64_t gapNs) noexcept {
-  gDirectAfterGapNs.store(gapNs != 0 ? gapNs : kDirectAfterGapNs, std::memory_order_relaxed);
+void setIssueMode(IssueMode mode, bool batch) noexcept {
   gDirectIssue.store(mode == IssueMode::Direct     ? DirectIssue::Always
-                     : mode == IssueMode::AfterGap ? DirectIssue::AfterGap
+                     : mode == IssueMode::WhenIdle ? DirectIssue::WhenIdle
                                                    : DirectIssue::Never,
                      std::memory_order_relaxed);
   gDirectBatch.store(batch, std::memory_order_relaxed);
@@ -72,7 +70,6 @@ void setIssueMode(IssueMode mode, bool batch, uint64_t gapNs) noexcept {
 void resetIssueMode() noexcept {
   gDirectIssue.store(directIssueFromEnv(), std::memory_order_relaxed);
   gDirectBatch.store(envFlag("BATON_STREAM_DIRECT_BATCH", false), std::memory_order_relaxed);
-  gDirectAfterGapNs.store(kDirectAfterGapNs, std::memory_order_relaxed);
 }
 
 }  // namespace baton::stream

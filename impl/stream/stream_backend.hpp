@@ -93,9 +93,6 @@ struct Stats {
   // posted to a device's issuing thread (only grow).
   uint64_t directIssued = 0;
   uint64_t postedToIssuer = 0;
-  // Of those posted, submissions that came after a gap (the default issue mode's condition) but
-  // found the queue's earlier work not yet completed (only grows).
-  uint64_t postedQueueBusy = 0;
   // Times a completion thread parked with records in flight that nothing needed (it looks
   // lazily, see impl/stream/completion.hpp), and its looks for completed records (only grow).
   uint64_t lazyParks = 0;
@@ -112,12 +109,12 @@ Stats stats() noexcept;
 // How submissions reach the driver, process-wide (for benchmarks and tests comparing the designs
 // in one process; BATON_STREAM_DIRECT_ISSUE sets the default, see stream_tuning.hpp): a
 // submission that nothing holds back is issued by the submitting thread never (IssuingThread:
-// always by the device's issuing thread), when it came after a gap (AfterGap, the default), or
-// always (Direct). `batch` makes a submitting thread that issues batch its records for the
-// completion thread (BATON_STREAM_DIRECT_BATCH, default off). `gapNs`: AfterGap's gap, 0 for
-// the default (5 µs). Takes effect for submissions made after the call. Thread safe.
-enum class IssueMode { IssuingThread, AfterGap, Direct };
-void setIssueMode(IssueMode mode, bool batch, uint64_t gapNs = 0) noexcept;
+// always by the device's issuing thread), when its queue's earlier submissions are all known to
+// have completed (WhenIdle, the default), or always (Direct). `batch` makes a submitting thread
+// that issues batch its records for the completion thread (BATON_STREAM_DIRECT_BATCH, default
+// off). Takes effect for submissions made after the call. Thread safe.
+enum class IssueMode { IssuingThread, WhenIdle, Direct };
+void setIssueMode(IssueMode mode, bool batch) noexcept;
 // Back to what the environment says (the defaults).
 void resetIssueMode() noexcept;
 

@@ -37,7 +37,6 @@ enum Counter : size_t {
   kPublishedLate,    // see Stats::timepointsPublishedLate
   kDirectIssued,     // submissions issued by their submitting thread (see Stats::directIssued)
   kPosted,           // submissions posted to an issuing thread
-  kDirectQueueBusy,  // after a gap, posted since the queue's work had not completed
   kLazyParks,        // completion threads parked with records in flight that nothing needed
   kCompletionLooks,  // completion threads' looks at their oldest records (event queries)
   kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)

@@ -23,7 +23,6 @@
 
 #include "backend.hpp"
 #include "callback_scope.hpp"
-#include "clock.hpp"
 #include "completion.hpp"
 #include "issue_ring.hpp"
 #include "issuer.hpp"
@@ -129,20 +128,18 @@ class StreamQueue final : public core::QueueImpl {
   // after that lock is released. Not on baton's own threads (they hand work on rather than
   // make driver calls for other queues), not inside a driver host function (no driver calls
   // there), not inside a callback (a native callback's thread already holds an issueMutex).
-  // By default only after a gap, on a stream whose work has all completed (DirectIssue::AfterGap,
-  // stream_tuning.hpp says why): the time of the previous submission that came here is kept
-  // under the core queue's lock.
+  // By default only on a queue whose earlier submissions are all known to have completed
+  // (DirectIssue::WhenIdle, stream_tuning.hpp says why): Waker::seenDone against the release
+  // count, both read first, without touching what the issuing thread writes, so that within a
+  // stream of submissions this costs one load.
   bool startDirect(std::unique_ptr<core::Submission>& sub) override {
     const DirectIssue mode = gDirectIssue.load(std::memory_order_relaxed);
-    if (mode == DirectIssue::Never || tInternalThread || tInsideHostFunction ||
-        core::CallbackScope::current() != nullptr)
+    if (mode == DirectIssue::Never) return false;
+    if (mode == DirectIssue::WhenIdle && q_->waker->seenDone.load(std::memory_order_acquire) <
+                                             q_->issued.load(std::memory_order_relaxed))
       return false;
-    if (mode == DirectIssue::AfterGap) {
-      const uint64_t now = core::nowNs();
-      const bool gap = now - lastSubmitNs_ >= gDirectAfterGapNs.load(std::memory_order_relaxed);
-      lastSubmitNs_ = now;
-      if (!gap) return false;
-    }
+    if (tInternalThread || tInsideHostFunction || core::CallbackScope::current() != nullptr)
+      return false;
     // Everything posted was taken by the issuing thread (it counts what it took after taking
     // it); what it took it issues under issueMutex, which is free only when it is done.
     if (q_->taken.load(std::memory_order_acquire) != q_->posted) return false;
@@ -150,11 +147,6 @@ class StreamQueue final : public core::QueueImpl {
     if (q_->continuation || !q_->deferred.empty() ||
         q_->resumePending.load(std::memory_order_acquire) || !readyForDirect(*sub)) {
       q_->issueMutex.unlock();
-      return false;
-    }
-    if (mode == DirectIssue::AfterGap && !q_->streamIdle()) {
-      q_->issueMutex.unlock();
-      Counters::add(kDirectQueueBusy, 1);
       return false;
     }
     direct_ = release(std::move(sub));
@@ -198,8 +190,10 @@ class StreamQueue final : public core::QueueImpl {
     // a plain increment rather than a locked one. Release: the completion that counts it in
     // `completed` happens after it (through the ring or the issueMutex), so waitIdle never sees
     // more completed than issued.
-    q_->issued.store(q_->issued.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    const uint64_t number = q_->issued.load(std::memory_order_relaxed) + 1;
+    q_->issued.store(number, std::memory_order_release);
     Issue e;
+    e.number = number;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
     for (const Ref<core::CommandList>& list : sub->commandLists)
       for (const core::Command& c : list->commands)
@@ -221,8 +215,9 @@ class StreamQueue final : public core::QueueImpl {
       void* event = nullptr;
       // Without an event now, the issuing thread publishes the signals after recording.
       if (q_->takeEvent(q_->publishStash, &event).ok()) {
-        e.timepoint = Ref<StreamTimepoint>::adopt(new StreamTimepoint(
-            q_->device.get(), q_->waker.get(), q_->coreDevice, event, q_->stream, e.gated, false));
+        e.timepoint = Ref<StreamTimepoint>::adopt(
+            new StreamTimepoint(q_->device.get(), q_->waker.get(), q_->coreDevice, event,
+                                q_->stream, e.gated, false, number));
         for (const core::Submission::Signal& s : sub->signals)
           s.semaphore->addTimepoint(s.value, e.timepoint);
         e.urgent = prompt;
@@ -233,9 +228,8 @@ class StreamQueue final : public core::QueueImpl {
   }
 
   std::shared_ptr<QueueShared> q_;
-  std::thread thread_;         // completion
-  Issue direct_;               // between startDirect and finishDirect (issueMutex held)
-  uint64_t lastSubmitNs_ = 0;  // startDirect's previous call (the core queue's lock)
+  std::thread thread_;  // completion
+  Issue direct_;        // between startDirect and finishDirect (issueMutex held)
 };
 
 }  // namespace

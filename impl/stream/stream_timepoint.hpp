@@ -90,10 +90,13 @@ struct Waker final : core::LazyObserver {
   }
   void removeWatcher() { watchers.fetch_sub(1, std::memory_order_seq_cst); }
 
-  // The newest record of the queue (its QueueShared::pushed number) known to have completed: a
-  // host thread's wait or query saw its event complete, or the completion thread retired it.
-  // Records complete in stream order, so all before it have too (QueueShared::streamIdle).
-  std::atomic<uint64_t> seenDone{0};
+  // The newest submission of the queue (its release number, QueueShared::issued then) known to
+  // have completed: a host thread's wait or query saw its timepoint's event complete, or the
+  // completion thread retired it. Submissions complete in release order, so all before it have
+  // too (StreamQueue::startDirect).
+  // On a line of its own: every submit reads it (StreamQueue::startDirect), while the fields
+  // above change at every park and wake of the completion thread.
+  alignas(64) std::atomic<uint64_t> seenDone{0};
   void sawComplete(uint64_t seq) noexcept {
     uint64_t seen = seenDone.load(std::memory_order_relaxed);
     while (seen < seq && !seenDone.compare_exchange_weak(seen, seq, std::memory_order_release,
@@ -130,14 +133,15 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   // imported semaphore, see Completion::failIfReleasedByFailure): the host learns the outcome
   // only from the completion thread. GPU-side waits still use the event.
   StreamTimepoint(DeviceShared* shared, Waker* waker, core::Device* device, void* event,
-                  void* stream, bool gated, bool recorded)
+                  void* stream, bool gated, bool recorded, uint64_t number = 0)
       : Timepoint(device, shared->driver.kind),
         shared_(shared),
         waker_(waker),
         event_(event),
         stream_(stream),
         gated_(gated),
-        recorded_(recorded ? kRecorded : kUnrecorded) {
+        recorded_(recorded ? kRecorded : kUnrecorded),
+        number_(number) {
     Counters::add(kTimepointsMade, 1);
   }
   ~StreamTimepoint() override {
@@ -185,11 +189,6 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     return Status();
   }
 
-  // Issuing side, when its record is pushed: the record's number (QueueShared::pushed), which a
-  // host thread that sees the event complete reports (Waker::sawComplete). 0 until then, which
-  // reports nothing.
-  void setSeq(uint64_t seq) noexcept { seq_.store(seq, std::memory_order_relaxed); }
-
   // Issuing thread only, once: the event is recorded, consumers may wait for it.
   void markRecorded() {
     if (recorded_.exchange(kRecorded, std::memory_order_acq_rel) == kUnrecordedWaiters)
@@ -210,7 +209,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     ContextScope scope(shared_->driver, shared_->config.context);
     if (!scope.ok()) return Status(Result::NotReady);
     Status st = shared_->driver.eventQuery(event_);
-    if (st.ok()) waker_->sawComplete(seq_.load(std::memory_order_relaxed));
+    if (st.ok()) waker_->sawComplete(number_);
     return st;
   }
 
@@ -225,7 +224,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
       const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
       while (scope.ok()) {
         Status s = shared_->driver.eventQuery(event_);
-        if (s.ok()) waker_->sawComplete(seq_.load(std::memory_order_relaxed));
+        if (s.ok()) waker_->sawComplete(number_);
         if (s.code() != Result::NotReady) return s;  // completed, or an error (device lost)
         uint64_t now = core::nowNs();
         if (!deadline.isNever() && now >= deadline.ns) return Status(Result::Timeout);
@@ -291,8 +290,10 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   std::atomic<uint32_t> recorded_;
   std::atomic<uint32_t> state_{kPending};
   std::atomic<uint32_t> watched_{kUnwatched};  // see watch()
-  std::atomic<uint64_t> seq_{0};               // see setSeq
-  Status outcome_;                             // written before state_ becomes kDone
+  // The release number of the submission whose signals it publishes (Waker::seenDone); 0 for
+  // a timepoint made at recording, whose completion is reported by the completion thread only.
+  const uint64_t number_;
+  Status outcome_;  // written before state_ becomes kDone
 };
 
 // Gives up a timepoint published at release whose event will not be recorded (the submission

@@ -113,32 +113,30 @@ constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // pays its latency: on the H100, "naive" submit + wait took 1.25x raw through the issuing thread
 // and 1.07x issued directly, while in a stream of submissions the issuing thread is the faster
 // one (live ping-pong 1.9x raw against 2.5x; the caller's submit 0.72x against 2.4x; cuda_bench,
-// issue 16). So by default (DirectIssue::AfterGap) a submission is issued directly when the
-// queue's previous submission that was released at once came kDirectAfterGapNs or longer before
-// it, the issuing thread holds nothing of the queue, and all the work on the queue's stream is
-// known to have completed (QueueShared::streamIdle: a host wait or query saw the newest record
-// complete, or the completion thread retired it); within a stream of submissions, or while the
-// queue's GPU work runs (or nobody looked), they go to the issuing thread. With
-// the gap alone, 4-28% of bench/cuda/frame_bench's submissions went direct (its queues' gaps
-// average ~13 µs), mixed with the issuing thread's, and its frame time was 1.18-1.22x raw
-// against 1.12x with the issuing thread alone (one run of three frames each).
-// BATON_STREAM_DIRECT_ISSUE=1 issues every such submission directly, =0 none. setIssueMode
-// (stream_backend.hpp) switches it at run time, so that the benchmarks compare the designs in one
-// process.
-enum class DirectIssue : int { Never = 0, Always = 1, AfterGap = 2 };
-// Longer than the gaps within a stream of submissions (0.3-1 µs in the live ping-pong, a few µs
-// in bench/cuda/frame_bench's chains), shorter than a submit + wait of the smallest kernel
-// (about 10 µs on the H100, where one round trip through the issuing thread cost 2.4 µs more).
-// setIssueMode may change it (tests).
-constexpr uint64_t kDirectAfterGapNs = 5'000;
-std::atomic<uint64_t> gDirectAfterGapNs{kDirectAfterGapNs};
+// issue 16). So by default (DirectIssue::WhenIdle) a submission is issued directly when every
+// earlier submission of its queue is known to have completed (Waker::seenDone: a host wait or
+// query saw the newest one's event complete, or the completion thread retired it), and the
+// issuing thread holds nothing of the queue: a submit after a host wait, or on a queue that
+// has been idle; within a stream of submissions, or while the queue's GPU work runs (or nobody
+// looked), they go to the issuing thread, and the check is one load. BATON_STREAM_DIRECT_ISSUE=1
+// issues every such submission directly, =0 none. setIssueMode (stream_backend.hpp) switches it
+// at run time, so that the benchmarks compare the designs in one process.
+// Measured on the H100 while choosing (one run each): a gap of 5 µs since the queue's previous
+// submit as the condition sent 4-28% of bench/cuda/frame_bench's submissions direct, mixed
+// with the issuing thread's (frame time 1.18-1.22x raw against 1.12x with the issuing thread
+// alone); with an event query of the newest record as the idle check, naive took 1.23-1.29x;
+// with the gap and the check above, naive 1.08-1.10x and frame_bench 3-14 of 11000 direct, but
+// the clock read and the issuing thread's lines touched on every submit raised the caller's
+// submit from 0.72-0.86x to 1.02-1.14x raw (cuda_bench parts: no wait, no signal, 0.13-0.16 to
+// 0.25-0.28 µs).
+enum class DirectIssue : int { Never = 0, Always = 1, WhenIdle = 2 };
 inline bool envFlag(const char* name, bool otherwise) {
   const char* v = std::getenv(name);
   return v && v[0] ? v[0] != '0' : otherwise;
 }
 inline DirectIssue directIssueFromEnv() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  if (!v || !v[0]) return DirectIssue::AfterGap;
+  if (!v || !v[0]) return DirectIssue::WhenIdle;
   return v[0] == '0' ? DirectIssue::Never : DirectIssue::Always;
 }
 std::atomic<DirectIssue> gDirectIssue{directIssueFromEnv()};

@@ -86,9 +86,9 @@ TEST_P(StreamBackendTest, NativeQueueDescribesTheStream) {
 // issuing thread once released, and its callback runs there. A callback of a direct issue may
 // submit to its own queue (the core queue's lock is not held while it runs); what it submits
 // runs after it. BATON_STREAM_DIRECT_ISSUE says when (impl/stream/stream_tuning.hpp): unset, by
-// default, after a gap since the queue's previous submission (so the first submission to a
-// queue); 1 whenever nothing holds it back; 0 never (every callback runs on the issuing thread).
-// The fake-driver registrations run the suite all three ways.
+// default, when the queue's earlier submissions are all known to have completed (so the first
+// submission to a queue); 1 whenever nothing holds it back; 0 never (every callback runs on the
+// issuing thread). The fake-driver registrations run the suite all three ways.
 struct ThreadSeen {
   std::atomic<int> calls{0};
   std::thread::id thread;
@@ -99,10 +99,10 @@ baton::Result recordThread(const baton::NativeQueue&, void* userData) {
   seen->calls.fetch_add(1);
   return Result::Success;
 }
-enum class DirectMode { Never, AfterGap, Always };
+enum class DirectMode { Never, WhenIdle, Always };
 DirectMode directMode() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  if (!v || !v[0]) return DirectMode::AfterGap;
+  if (!v || !v[0]) return DirectMode::WhenIdle;
   return v[0] == '0' ? DirectMode::Never : DirectMode::Always;
 }
 bool directIssueOn() { return directMode() != DirectMode::Never; }
@@ -132,50 +132,39 @@ TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {
   }
 }
 
-// The default issue mode (issue 16): a submission made after a gap since the queue's previous
-// one is issued by the submitting thread, inside submit (a submit + wait then pays no hand-off);
-// one that follows the previous within the gap goes to the device's issuing thread, which
-// overlaps its driver calls with the submitter's next submissions. The gap is set to 200 ms
-// here (5 µs by default), so that "within" and "after" do not depend on the machine's speed.
-TEST_P(StreamBackendTest, SubmissionsAfterAGapAreIssuedDirectlyOthersByTheIssuingThread) {
-  baton::stream::setIssueMode(baton::stream::IssueMode::AfterGap, false, 200'000'000);
+// The default issue mode (issue 16): a submission to a queue whose earlier submissions are all
+// known to have completed (a host wait saw them, or the completion thread) is issued by the
+// submitting thread, inside submit, so a submit + wait pays no hand-off to the issuing thread.
+// StreamBusyTest.ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread has the other half.
+TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread) {
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle, false);
   struct Reset {
     ~Reset() { baton::stream::resetIssueMode(); }
   } reset;
-  ThreadSeen first, second, afterGap;
+  ThreadSeen first, afterWait;
   auto cbFirst =
       makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &first)); });
-  auto cbSecond =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &second)); });
-  auto cbAfter =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &afterGap)); });
+  auto cbAfter = makeCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &afterWait)); });
   auto done = makeSemaphore("done");
   const baton::stream::Stats before = baton::stream::stats();
-  // The queue's first submission: no previous one, so after any gap.
+  // The queue's first submission: nothing before it.
   ASSERT_OK(submit(queue(0), {}, {*cbFirst}, {{*done, 1}}));
   EXPECT_EQ(first.calls.load(), 1) << "the first submission was not issued inside submit";
   EXPECT_EQ(first.thread, std::this_thread::get_id());
-  ASSERT_OK(submit(queue(0), {}, {*cbSecond}, {{*done, 2}}));
+  ASSERT_OK(done->wait(1, kLongNs));
+  ASSERT_OK(submit(queue(0), {}, {*cbAfter}, {{*done, 2}}));
+  EXPECT_EQ(afterWait.calls.load(), 1) << "a submission after a wait was not issued inside submit";
+  EXPECT_EQ(afterWait.thread, std::this_thread::get_id());
   ASSERT_OK(done->wait(2, kLongNs));
-  EXPECT_EQ(second.calls.load(), 1);
-  EXPECT_NE(second.thread, std::this_thread::get_id())
-      << "a submission within the gap was issued by the submitting thread";
-  const baton::stream::Stats mid = baton::stream::stats();
-  EXPECT_EQ(mid.directIssued - before.directIssued, 1u);
-  EXPECT_EQ(mid.postedToIssuer - before.postedToIssuer, 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  ASSERT_OK(submit(queue(0), {}, {*cbAfter}, {{*done, 3}}));
-  EXPECT_EQ(afterGap.calls.load(), 1) << "a submission after the gap was not issued inside submit";
-  EXPECT_EQ(afterGap.thread, std::this_thread::get_id());
-  ASSERT_OK(done->wait(3, kLongNs));
-  EXPECT_EQ(baton::stream::stats().directIssued - mid.directIssued, 1u);
-  // Never, whatever the gap: every submission goes to the issuing thread.
+  EXPECT_EQ(baton::stream::stats().directIssued - before.directIssued, 2u);
+  // Never: every submission goes to the issuing thread.
   baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread, false);
   ThreadSeen never;
   auto cbNever =
       makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &never)); });
-  ASSERT_OK(submit(queue(1), {}, {*cbNever}, {{*done, 4}}));
-  ASSERT_OK(done->wait(4, kLongNs));
+  ASSERT_OK(submit(queue(1), {}, {*cbNever}, {{*done, 3}}));
+  ASSERT_OK(done->wait(3, kLongNs));
   EXPECT_NE(never.thread, std::this_thread::get_id());
 }
 
@@ -809,12 +798,12 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
   ASSERT_OK(u->wait(4, kLongNs)) << sink_.dump();
 }
 
-// The default issue mode issues a submission on the submitting thread after a gap only when the
-// queue's earlier work has all completed: while it runs, the submission goes to the issuing
-// thread, which overlaps its driver calls with what the submitter does next (issue 16). Once
-// the work completed, the next submission after a gap is direct again.
-TEST_P(StreamBusyTest, ASubmissionAfterAGapGoesToTheIssuingThreadWhileTheQueueWorks) {
-  baton::stream::setIssueMode(baton::stream::IssueMode::AfterGap, false, 1'000'000);
+// The default issue mode issues a submission on the submitting thread only when the queue's
+// earlier work is known to have completed: behind work that has not, it goes to the issuing
+// thread, which overlaps its driver calls with what the submitter does next (issue 16). Once a
+// wait saw that work complete, the next submission is direct again.
+TEST_P(StreamBusyTest, ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread) {
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle, false);
   struct Reset {
     ~Reset() { baton::stream::resetIssueMode(); }
   } reset;
@@ -828,7 +817,6 @@ TEST_P(StreamBusyTest, ASubmissionAfterAGapGoesToTheIssuingThreadWhileTheQueueWo
   // Work of the queue the GPU has not run (with the fake driver's pause, nothing is on the
   // stream yet).
   ASSERT_OK(submit(queue(0), {}, {}, {{*done, 1}}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the 1 ms gap
   ASSERT_OK(submit(queue(0), {}, {*cbBusy}, {{*done, 2}}));
   // Its callback runs when it is issued, on the GPU's progress or not.
   const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -836,10 +824,9 @@ TEST_P(StreamBusyTest, ASubmissionAfterAGapGoesToTheIssuingThreadWhileTheQueueWo
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_EQ(busy.calls.load(), 1);
   EXPECT_NE(busy.thread, std::this_thread::get_id())
-      << "issued on the submitting thread while the queue's work ran";
+      << "issued on the submitting thread behind work that had not completed";
   openGpu();
   ASSERT_OK(done->wait(2, kLongNs));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
   ASSERT_OK(submit(queue(0), {}, {*cbIdle}, {{*done, 3}}));
   EXPECT_EQ(idle.calls.load(), 1) << "not issued inside submit once the queue's work completed";
   EXPECT_EQ(idle.thread, std::this_thread::get_id());

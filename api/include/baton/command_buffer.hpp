@@ -50,8 +50,9 @@ struct NativeQueue {
 // threads:
 //   - the thread that called Queue::submit, inside that call, when nothing is held before the
 //     submission on its queue, each of its waits is reached or recorded on a GPU queue, the
-//     submit is made outside any baton callback, and it came 5 µs or more after the queue's
-//     previous submit (by default; BATON_STREAM_DIRECT_ISSUE=1: whatever the gap, =0: never);
+//     submit is made outside any baton callback, and every earlier submission of the queue is
+//     known to have completed (by default; BATON_STREAM_DIRECT_ISSUE=1: whether or not, =0:
+//     never);
 //   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
 //     released submissions of all its queues, in each queue's order), after the submit returned.
 // Which one it is can change from one submission to the next.
