@@ -321,7 +321,7 @@ void benchSubmit() {
     // thread, and the batch would start with the issuing thread asleep: its wake-up (25-150 us
     // on the H100 machine) would count in "until enqueued". The batch's own first submission,
     // on an idle queue, is still issued here by default.
-    baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread, false);
+    baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread);
     BATON_OK(submit(env.q[0], {}, {busy}, {{s, ++sv}}));
     baton::stream::resetIssueMode();
     // Its event recorded, so that the count after is queue 1's alone.

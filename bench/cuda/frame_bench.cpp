@@ -911,7 +911,7 @@ int main(int argc, char** argv) {
       const baton::stream::Stats before = baton::stream::stats();
       byThread[k].begin();
       if (k != kRaw) {
-        baton::stream::setIssueMode(modes[k].mode, false);
+        baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(ours, oursFirst, frames, warmup);
         oursFirst += frames;
       } else {

@@ -110,13 +110,6 @@ class Completion {
     std::vector<Ref<core::Queue>> passes;
     for (;;) {
       std::string lost;
-      // Records a direct issue left in the outbox (QueueShared::push): taken here, unless a
-      // thread is issuing for the queue right now (it hands them over itself when it must).
-      if (gDirectBatch.load(std::memory_order_relaxed) &&
-          q_->outboxFilled.load(std::memory_order_relaxed) && q_->issueMutex.try_lock()) {
-        q_->flushOutbox();
-        q_->issueMutex.unlock();
-      }
       // The flag first: the lock (a cache line the issuing thread writes) only when there is
       // something to take.
       if (q_->inboxPending.load(std::memory_order_acquire)) {

@@ -118,19 +118,16 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   void push(Record&& record) {
     record.seq = ++pushed;
     opsIssued += record.ops;
-    if (directIssuing && !gDirectBatch.load(std::memory_order_relaxed)) {
+    if (directIssuing) {
       // On a submitting thread (StreamQueue::finishDirect): handed over at once, behind what the
-      // issuing thread left in the outbox.
+      // issuing thread left in the outbox. (Batched as the issuing thread's records are, with the
+      // completion thread taking the outbox under a tried issueMutex, the try_lock of the next
+      // direct issue failed while it did, and most submissions went to the issuing thread:
+      // BATON_STREAM_DIRECT_BATCH, an experiment removed in issue 16.)
       flushOutbox();
       handOver(std::move(record));
       return;
     }
-    // A direct issue batches too, but hands over at once whenever the completion thread sleeps
-    // (nothing else would wake it) or a host thread waits for it; otherwise the completion
-    // thread takes the outbox when it next polls (Completion::run).
-    const bool now =
-        record.urgent || (directIssuing && (waker->idle.load(std::memory_order_relaxed) ||
-                                            waker->sleepers.load(std::memory_order_relaxed) != 0));
     if (outbox.empty()) {
       outboxSince.store(core::nowNs(), std::memory_order_relaxed);
       outboxFilled.store(true, std::memory_order_relaxed);
@@ -144,7 +141,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     }
     // Handed over in batches: one lock and one wake check per batch. A batch waits at most
     // kOutboxBatch issues or kOutboxMaxAgeNs (IssueThread::serve); urgent records go at once.
-    if (now || outbox.size() >= kOutboxBatch) flushOutbox(record.urgent);
+    if (record.urgent || outbox.size() >= kOutboxBatch) flushOutbox(record.urgent);
   }
 
   // Hands the records of `outbox` to the completion thread; issueMutex held. `urgent`: one of

@@ -59,17 +59,15 @@ Stats stats() noexcept {
   return s;
 }
 
-void setIssueMode(IssueMode mode, bool batch) noexcept {
+void setIssueMode(IssueMode mode) noexcept {
   gDirectIssue.store(mode == IssueMode::Direct     ? DirectIssue::Always
                      : mode == IssueMode::WhenIdle ? DirectIssue::WhenIdle
                                                    : DirectIssue::Never,
                      std::memory_order_relaxed);
-  gDirectBatch.store(batch, std::memory_order_relaxed);
 }
 
 void resetIssueMode() noexcept {
   gDirectIssue.store(directIssueFromEnv(), std::memory_order_relaxed);
-  gDirectBatch.store(envFlag("BATON_STREAM_DIRECT_BATCH", false), std::memory_order_relaxed);
 }
 
 }  // namespace baton::stream

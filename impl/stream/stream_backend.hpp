@@ -110,11 +110,10 @@ Stats stats() noexcept;
 // in one process; BATON_STREAM_DIRECT_ISSUE sets the default, see stream_tuning.hpp): a
 // submission that nothing holds back is issued by the submitting thread never (IssuingThread:
 // always by the device's issuing thread), when its queue's earlier submissions are all known to
-// have completed (WhenIdle, the default), or always (Direct). `batch` makes a submitting thread
-// that issues batch its records for the completion thread (BATON_STREAM_DIRECT_BATCH, default
-// off). Takes effect for submissions made after the call. Thread safe.
+// have completed (WhenIdle, the default), or always (Direct). Takes effect for submissions made
+// after the call. Thread safe.
 enum class IssueMode { IssuingThread, WhenIdle, Direct };
-void setIssueMode(IssueMode mode, bool batch) noexcept;
+void setIssueMode(IssueMode mode) noexcept;
 // Back to what the environment says (the defaults).
 void resetIssueMode() noexcept;
 

@@ -130,19 +130,12 @@ constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // submit from 0.72-0.86x to 1.02-1.14x raw (cuda_bench parts: no wait, no signal, 0.13-0.16 to
 // 0.25-0.28 µs).
 enum class DirectIssue : int { Never = 0, Always = 1, WhenIdle = 2 };
-inline bool envFlag(const char* name, bool otherwise) {
-  const char* v = std::getenv(name);
-  return v && v[0] ? v[0] != '0' : otherwise;
-}
 inline DirectIssue directIssueFromEnv() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
   if (!v || !v[0]) return DirectIssue::WhenIdle;
   return v[0] == '0' ? DirectIssue::Never : DirectIssue::Always;
 }
 std::atomic<DirectIssue> gDirectIssue{directIssueFromEnv()};
-// Whether a direct issue batches its records for the completion thread (QueueShared::push) or
-// hands each over at once: BATON_STREAM_DIRECT_BATCH=1 (an experiment, off by default).
-std::atomic<bool> gDirectBatch{envFlag("BATON_STREAM_DIRECT_BATCH", false)};
 
 }  // namespace
 }  // namespace baton::stream

@@ -137,7 +137,7 @@ TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {
 // submitting thread, inside submit, so a submit + wait pays no hand-off to the issuing thread.
 // StreamBusyTest.ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread has the other half.
 TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread) {
-  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle, false);
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
   struct Reset {
     ~Reset() { baton::stream::resetIssueMode(); }
   } reset;
@@ -159,7 +159,7 @@ TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread
   ASSERT_OK(done->wait(2, kLongNs));
   EXPECT_EQ(baton::stream::stats().directIssued - before.directIssued, 2u);
   // Never: every submission goes to the issuing thread.
-  baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread, false);
+  baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread);
   ThreadSeen never;
   auto cbNever =
       makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &never)); });
@@ -709,7 +709,9 @@ class StreamBusyTest : public StreamBackendTest {
   }
   void TearDown() override {
     openGpu();  // however the test ended, the streams run again
-    if (device_) EXPECT_OK(device_->waitIdle());
+    if (device_) {
+      EXPECT_OK(device_->waitIdle());
+    }
     gate_.reset();  // its buffer, before the device goes
     StreamBackendTest::TearDown();
   }
@@ -803,7 +805,7 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
 // thread, which overlaps its driver calls with what the submitter does next (issue 16). Once a
 // wait saw that work complete, the next submission is direct again.
 TEST_P(StreamBusyTest, ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread) {
-  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle, false);
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
   struct Reset {
     ~Reset() { baton::stream::resetIssueMode(); }
   } reset;
