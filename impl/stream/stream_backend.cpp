@@ -59,15 +59,10 @@ Stats stats() noexcept {
   return s;
 }
 
-void setIssueMode(IssueMode mode) noexcept {
-  gDirectIssue.store(mode == IssueMode::Direct     ? DirectIssue::Always
-                     : mode == IssueMode::WhenIdle ? DirectIssue::WhenIdle
-                                                   : DirectIssue::Never,
-                     std::memory_order_relaxed);
-}
+void setIssueMode(IssueMode mode) noexcept { gIssueMode.store(mode, std::memory_order_relaxed); }
 
-void resetIssueMode() noexcept {
-  gDirectIssue.store(directIssueFromEnv(), std::memory_order_relaxed);
-}
+void resetIssueMode() noexcept { gIssueMode.store(issueModeFromEnv(), std::memory_order_relaxed); }
+
+IssueMode issueMode() noexcept { return gIssueMode.load(std::memory_order_relaxed); }
 
 }  // namespace baton::stream

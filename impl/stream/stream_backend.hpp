@@ -116,5 +116,7 @@ enum class IssueMode { IssuingThread, WhenIdle, Direct };
 void setIssueMode(IssueMode mode) noexcept;
 // Back to what the environment says (the defaults).
 void resetIssueMode() noexcept;
+// The mode in effect.
+IssueMode issueMode() noexcept;
 
 }  // namespace baton::stream

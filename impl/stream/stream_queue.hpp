@@ -129,14 +129,14 @@ class StreamQueue final : public core::QueueImpl {
   // make driver calls for other queues), not inside a driver host function (no driver calls
   // there), not inside a callback (a native callback's thread already holds an issueMutex).
   // By default only on a queue whose earlier submissions are all known to have completed
-  // (DirectIssue::WhenIdle, stream_tuning.hpp says why): Waker::seenDone against the release
+  // (IssueMode::WhenIdle, stream_tuning.hpp says why): Waker::seenDone against the release
   // count, both read first, without touching what the issuing thread writes, so that within a
   // stream of submissions this costs one load.
   bool startDirect(std::unique_ptr<core::Submission>& sub) override {
-    const DirectIssue mode = gDirectIssue.load(std::memory_order_relaxed);
-    if (mode == DirectIssue::Never) return false;
-    if (mode == DirectIssue::WhenIdle && q_->waker->seenDone.load(std::memory_order_acquire) <
-                                             q_->issued.load(std::memory_order_relaxed))
+    const IssueMode mode = gIssueMode.load(std::memory_order_relaxed);
+    if (mode == IssueMode::IssuingThread) return false;
+    if (mode == IssueMode::WhenIdle && q_->waker->seenDone.load(std::memory_order_acquire) <
+                                           q_->issued.load(std::memory_order_relaxed))
       return false;
     if (tInternalThread || tInsideHostFunction || core::CallbackScope::current() != nullptr)
       return false;

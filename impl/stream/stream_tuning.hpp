@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "stream_backend.hpp"  // IssueMode
+
 namespace baton::stream {
 namespace {
 
@@ -113,7 +115,7 @@ constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // pays its latency: on the H100, "naive" submit + wait took 1.25x raw through the issuing thread
 // and 1.07x issued directly, while in a stream of submissions the issuing thread is the faster
 // one (live ping-pong 1.9x raw against 2.5x; the caller's submit 0.72x against 2.4x; cuda_bench,
-// issue 16). So by default (DirectIssue::WhenIdle) a submission is issued directly when every
+// issue 16). So by default (IssueMode::WhenIdle) a submission is issued directly when every
 // earlier submission of its queue is known to have completed (Waker::seenDone: a host wait or
 // query saw the newest one's event complete, or the completion thread retired it), and the
 // issuing thread holds nothing of the queue: a submit after a host wait, or on a queue that
@@ -129,13 +131,12 @@ constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // the clock read and the issuing thread's lines touched on every submit raised the caller's
 // submit from 0.72-0.86x to 1.02-1.14x raw (cuda_bench parts: no wait, no signal, 0.13-0.16 to
 // 0.25-0.28 µs).
-enum class DirectIssue : int { Never = 0, Always = 1, WhenIdle = 2 };
-inline DirectIssue directIssueFromEnv() {
+inline IssueMode issueModeFromEnv() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  if (!v || !v[0]) return DirectIssue::WhenIdle;
-  return v[0] == '0' ? DirectIssue::Never : DirectIssue::Always;
+  if (!v || !v[0]) return IssueMode::WhenIdle;
+  return v[0] == '0' ? IssueMode::IssuingThread : IssueMode::Direct;
 }
-std::atomic<DirectIssue> gDirectIssue{directIssueFromEnv()};
+std::atomic<IssueMode> gIssueMode{issueModeFromEnv()};
 
 }  // namespace
 }  // namespace baton::stream

@@ -99,13 +99,9 @@ baton::Result recordThread(const baton::NativeQueue&, void* userData) {
   seen->calls.fetch_add(1);
   return Result::Success;
 }
-enum class DirectMode { Never, WhenIdle, Always };
-DirectMode directMode() {
-  const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
-  if (!v || !v[0]) return DirectMode::WhenIdle;
-  return v[0] == '0' ? DirectMode::Never : DirectMode::Always;
+bool directIssueOn() {
+  return baton::stream::issueMode() != baton::stream::IssueMode::IssuingThread;
 }
-bool directIssueOn() { return directMode() != DirectMode::Never; }
 
 TEST_P(StreamBackendTest, NativeCallbacksRunOnTheSubmittingThreadUnlessHeld) {
   ThreadSeen direct, held;
