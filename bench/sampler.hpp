@@ -41,10 +41,13 @@ inline uintptr_t gTops[kMaxSamples];
 inline volatile size_t gCount = 0;
 inline timer_t gTimer;
 inline bool gStarted = false;
+// While set, samples are dropped (pause()): a benchmark that profiles one of several phases run
+// in turn on the same thread.
+inline volatile bool gPaused = false;
 
 inline void onSignal(int, siginfo_t*, void* context) {
   size_t n = gCount;
-  if (n < kMaxSamples) {
+  if (n < kMaxSamples && !gPaused) {
 #if defined(__x86_64__)
     const auto& regs = static_cast<ucontext_t*>(context)->uc_mcontext.gregs;
     gPcs[n] = regs[REG_RIP];
@@ -75,6 +78,9 @@ inline bool startOn(pid_t tid, clockid_t clock, long intervalNs) {
   if (!gStarted) timer_delete(gTimer);
   return gStarted;
 }
+
+// Drops (true) or keeps (false) the samples that arrive from now on.
+inline void pause(bool paused) { gPaused = paused; }
 
 // Starts sampling the calling thread every `intervalNs` of its CPU time.
 inline bool start(long intervalNs = 20'000) {

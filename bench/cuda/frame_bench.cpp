@@ -41,6 +41,12 @@
 // --ptx (prints the kernels and exits). A backend that is not built, not loaded or has no device
 // ends the run with the reason and exit code 77 (a skip), unless BATON_TEST_REQUIRE_BACKENDS names
 // it (then 1). Output is unbuffered.
+//
+// Profiling: SAMPLE=<file> samples one thread (SAMPLE_THREAD, e.g. baton-issue; by default the
+// submitting thread) during the runs of one side (SAMPLE_SIDE: baton, baton-it, baton-di or raw;
+// default baton) with bench/sampler.hpp; bench/symbolize.py <file> summarizes it. On the H100
+// (issue 16), baton-issue spent 95% of its samples in libcuda and libc (the driver's locks) and
+// 5% in baton: the frame's issuing cost is the driver's.
 #include <time.h>
 
 #include <algorithm>
@@ -903,6 +909,16 @@ int main(int argc, char** argv) {
               "process CPU us", "direct");
   std::vector<Figures> runsOf[kModes];
   sampler::ThreadCpu byThread[kModes];  // where each side's process CPU goes
+  // SAMPLE=<file>: profiles one thread (SAMPLE_THREAD, e.g. baton-issue; default this one)
+  // during the runs of one side (SAMPLE_SIDE, default baton), for bench/symbolize.py.
+  const char* samplePath = std::getenv("SAMPLE");
+  const char* sampleSide = std::getenv("SAMPLE_SIDE") ? std::getenv("SAMPLE_SIDE") : "baton";
+  if (samplePath) {
+    const char* name = std::getenv("SAMPLE_THREAD");
+    sampler::pause(true);
+    if (!(name ? sampler::startNamed(name) : sampler::start()))
+      std::fprintf(stderr, "sampler: no timer or no thread named %s\n", name ? name : "(this)");
+  }
   uint64_t oursFirst = 0;
   for (int r = 0; r < runs; ++r) {
     std::fprintf(stderr, "[run %d]\n", r);  // progress, so a hang shows where
@@ -910,6 +926,7 @@ int main(int argc, char** argv) {
       Figures f;
       const baton::stream::Stats before = baton::stream::stats();
       byThread[k].begin();
+      if (samplePath) sampler::pause(std::strcmp(modes[k].name, sampleSide) != 0);
       if (k != kRaw) {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(ours, oursFirst, frames, warmup);
@@ -917,6 +934,7 @@ int main(int argc, char** argv) {
       } else {
         f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
       }
+      if (samplePath) sampler::pause(true);
       runsOf[k].push_back(f);
       byThread[k].end();
       const baton::stream::Stats after = baton::stream::stats();
@@ -928,6 +946,7 @@ int main(int argc, char** argv) {
     }
   }
   baton::stream::resetIssueMode();
+  if (samplePath) sampler::stop(samplePath);
   // Where each side's process CPU goes (all frames of all runs, warm-up included).
   std::printf("\nCPU per frame by thread (us):\n");
   for (int k = 0; k < kModes; ++k)
