@@ -113,6 +113,20 @@ inline std::vector<Thread> threads() {
   return out;
 }
 
+// Voluntary context switches of thread `tid` so far (/proc): each is a sleep (futex, or a
+// blocking call), where yields and preemptions count as involuntary ones.
+inline long voluntarySwitches(pid_t tid) {
+  char path[64], line[128];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/status", static_cast<int>(tid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  long n = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1) break;
+  std::fclose(f);
+  return n;
+}
+
 // The clock of thread `tid`'s CPU time. Linux: made from the thread id, as the kernel defines it
 // (CPUCLOCK_SCHED, per thread).
 inline clockid_t cpuClock(pid_t tid) {
@@ -141,40 +155,55 @@ class ThreadCpu {
  public:
   void begin() { before_ = now(); }
   void end() {
-    for (const auto& [name, ns] : now()) {
+    for (const auto& [name, u] : now()) {
       auto it = before_.find(name);
-      sum_[name] += ns - (it == before_.end() ? 0 : it->second);
+      Use& sum = sum_[name];
+      sum.ns += u.ns - (it == before_.end() ? 0 : it->second.ns);
+      sum.sleeps += u.sleeps - (it == before_.end() ? 0 : it->second.sleeps);
     }
   }
   // The sum of the threads whose names start with `prefix`, in ns.
   double ns(const std::string& prefix) const {
     double total = 0;
-    for (const auto& [name, ns] : sum_)
-      if (name.rfind(prefix, 0) == 0) total += ns;
+    for (const auto& [name, u] : sum_)
+      if (name.rfind(prefix, 0) == 0) total += u.ns;
     return total;
   }
-  // "name 12.3, name 4.5": each thread's µs divided by `per`, largest first, under 0.5 left out.
-  std::string text(double per) const {
+  // "name 12.3, name 4.5": each thread's µs divided by `per`, largest first, under 0.5 left out;
+  // with `sleeps`, each followed by its sleeps (voluntary context switches) divided by `per`:
+  // "name 12.3 (0.8)".
+  std::string text(double per, bool sleeps = false) const {
     std::vector<std::pair<double, std::string>> v;
-    for (const auto& [name, ns] : sum_)
-      if (ns / 1e3 / per >= 0.5) v.emplace_back(ns / 1e3 / per, name);
+    for (const auto& [name, u] : sum_)
+      if (u.ns / 1e3 / per >= 0.5) v.emplace_back(u.ns / 1e3 / per, name);
     std::sort(v.rbegin(), v.rend());
     std::string out;
-    char buf[96];
+    char buf[128];
     for (const auto& [us, name] : v) {
       std::snprintf(buf, sizeof buf, "%s%s %.1f", out.empty() ? "" : ", ", name.c_str(), us);
       out += buf;
+      if (sleeps) {
+        std::snprintf(buf, sizeof buf, " (%.2f)", sum_.at(name).sleeps / per);
+        out += buf;
+      }
     }
     return out;
   }
 
  private:
-  static std::map<std::string, double> now() {
-    std::map<std::string, double> out;
-    for (const Thread& t : threads()) out[t.name] += cpuNs(t.tid);
+  struct Use {
+    double ns = 0, sleeps = 0;
+  };
+  static std::map<std::string, Use> now() {
+    std::map<std::string, Use> out;
+    for (const Thread& t : threads()) {
+      Use& u = out[t.name];
+      u.ns += cpuNs(t.tid);
+      u.sleeps += static_cast<double>(voluntarySwitches(t.tid));
+    }
     return out;
   }
-  std::map<std::string, double> before_, sum_;
+  std::map<std::string, Use> before_, sum_;
 };
 
 // Stops sampling and writes "M <maps line>" and "P <hex address> <hex stack word>" lines to `path`;

@@ -147,19 +147,7 @@ double rawLive(long submits) {
   return ns / static_cast<double>(done);
 }
 
-// Voluntary context switches of thread `tid` so far (/proc): each is a sleep (futex, or a
-// blocking call), where yields and preemptions count as involuntary ones.
-long voluntarySwitches(pid_t tid) {
-  char path[64], line[128];
-  std::snprintf(path, sizeof path, "/proc/self/task/%d/status", static_cast<int>(tid));
-  FILE* f = std::fopen(path, "r");
-  if (!f) return 0;
-  long n = 0;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1) break;
-  std::fclose(f);
-  return n;
-}
+using sampler::voluntarySwitches;
 
 double processCpuNs() {
   timespec ts{};

@@ -919,6 +919,10 @@ int main(int argc, char** argv) {
     if (!(name ? sampler::startNamed(name) : sampler::start()))
       std::fprintf(stderr, "sampler: no timer or no thread named %s\n", name ? name : "(this)");
   }
+  // What the completion threads did (Stats), summed over each side's runs.
+  struct Looks {
+    uint64_t looks = 0, lazyParks = 0, hostCallParks = 0;
+  } looks[kModes];
   uint64_t oursFirst = 0;
   for (int r = 0; r < runs; ++r) {
     std::fprintf(stderr, "[run %d]\n", r);  // progress, so a hang shows where
@@ -938,6 +942,9 @@ int main(int argc, char** argv) {
       runsOf[k].push_back(f);
       byThread[k].end();
       const baton::stream::Stats after = baton::stream::stats();
+      looks[k].looks += after.completionLooks - before.completionLooks;
+      looks[k].lazyParks += after.lazyParks - before.lazyParks;
+      looks[k].hostCallParks += after.hostCallParks - before.hostCallParks;
       const uint64_t direct = after.directIssued - before.directIssued;
       const uint64_t all = direct + after.postedToIssuer - before.postedToIssuer;
       std::printf("%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
@@ -948,10 +955,18 @@ int main(int argc, char** argv) {
   baton::stream::resetIssueMode();
   if (samplePath) sampler::stop(samplePath);
   // Where each side's process CPU goes (all frames of all runs, warm-up included).
-  std::printf("\nCPU per frame by thread (us):\n");
+  // With each thread's sleeps (voluntary context switches) per frame: a sleep is a wake-up that
+  // some thread paid for. For baton, also the completion threads' looks for completed records
+  // (event queries), lazy parks and parks until a host call ran, per frame.
+  const double allFrames = static_cast<double>(runs) * frames;
+  std::printf("\nCPU per frame by thread (us), and (sleeps per frame):\n");
   for (int k = 0; k < kModes; ++k)
-    std::printf("  %-9s %s\n", modes[k].name,
-                byThread[k].text(static_cast<double>(runs) * frames).c_str());
+    std::printf("  %-9s %s\n", modes[k].name, byThread[k].text(allFrames, true).c_str());
+  std::printf("completion threads per frame: looks, lazy parks, host-call parks:");
+  for (int k = 0; k < kRaw; ++k)
+    std::printf(" %s %.2f %.2f %.2f%s", modes[k].name, looks[k].looks / allFrames,
+                looks[k].lazyParks / allFrames, looks[k].hostCallParks / allFrames,
+                k + 1 < kRaw ? ";" : "\n");
 
   struct Row {
     const char* name;
