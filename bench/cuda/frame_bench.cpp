@@ -34,6 +34,11 @@
 // alternate baton and raw (3 of each by default); the table gives the medians and the median of
 // the per-run ratios (baton and raw back to back).
 //
+// Also in each run: baton with every submission issued by the device's issuing thread
+// (baton-it) and with direct issue whenever nothing holds a submission back (baton-di), and the
+// raw frame with its driver calls made by a second thread that this one hands each pass to
+// (raw-2t): the frame-time floor of a design that issues on a thread of its own.
+//
 // Options: --backend cuda|hip, --frames N (default 1000 / BATON_BENCH_SCALE), --runs N (3),
 // --raw-blocking-sync (the raw frame-end events sleep in cuEventSynchronize; also when
 // BATON_CUDA_BLOCKING_SYNC_EVENTS=1, which makes baton's CUDA events blocking-sync), --no-edges
@@ -43,10 +48,11 @@
 // it (then 1). Output is unbuffered.
 //
 // Profiling: SAMPLE=<file> samples one thread (SAMPLE_THREAD, e.g. baton-issue; by default the
-// submitting thread) during the runs of one side (SAMPLE_SIDE: baton, baton-it, baton-di or raw;
-// default baton) with bench/sampler.hpp; bench/symbolize.py <file> summarizes it. On the H100
+// submitting thread) during the runs of one side (SAMPLE_SIDE: baton, baton-it, baton-di, raw-2t or
+// raw; default baton) with bench/sampler.hpp; bench/symbolize.py <file> summarizes it. On the H100
 // (issue 16), baton-issue spent 95% of its samples in libcuda and libc (the driver's locks) and
 // 5% in baton: the frame's issuing cost is the driver's.
+#include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
@@ -60,6 +66,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "raw_driver.hpp"
@@ -736,23 +743,83 @@ Figures runBaton(Side& side, uint64_t first, int frames, int warmup) {
   return runFrames(side, first, frames, warmup, waitEnd, submitFrame);
 }
 
+// The CPU time of runRawHandoff's workers, all runs (ThreadCpu misses threads that end).
+double gRawIssueNs = 0;
+
+// One pass of the raw frame: its waits, its nodes, the host call (last pass), its event.
+void rawPass(Side& side, uint32_t slot, int p) {
+  const Pass& pass = graph.passes[p];
+  RawStream stream = side.streams[pass.queue];
+  if (!env.noEdges)
+    for (PassId w : pass.waits) RAW_OK(driver.streamWaitEvent(stream, side.events[slot][w]));
+  for (uint32_t n = pass.firstNode; n < pass.firstNode + pass.nodes; ++n)
+    rawNode(side, slot, n, stream);
+  if (p == kPasses - 1) RAW_OK(driver.launchHostFunc(stream, &side.rawHostCalls[slot]));
+  if (pass.signals) RAW_OK(driver.eventRecord(side.events[slot][p], stream));
+}
+
 Figures runRaw(Side& side, uint64_t first, int frames, int warmup) {
   auto waitEnd = [&](uint64_t f) {
     RAW_OK(driver.eventSynchronize(side.events[f % kInFlight][kPasses - 1]));
   };
   auto submitFrame = [&](uint64_t, uint32_t slot) {
-    for (int p = 0; p < kPasses; ++p) {
-      const Pass& pass = graph.passes[p];
-      RawStream stream = side.streams[pass.queue];
-      if (!env.noEdges)
-        for (PassId w : pass.waits) RAW_OK(driver.streamWaitEvent(stream, side.events[slot][w]));
-      for (uint32_t n = pass.firstNode; n < pass.firstNode + pass.nodes; ++n)
-        rawNode(side, slot, n, stream);
-      if (p == kPasses - 1) RAW_OK(driver.launchHostFunc(stream, &side.rawHostCalls[slot]));
-      if (pass.signals) RAW_OK(driver.eventRecord(side.events[slot][p], stream));
-    }
+    for (int p = 0; p < kPasses; ++p) rawPass(side, slot, p);
   };
   return runFrames(side, first, frames, warmup, waitEnd, submitFrame);
+}
+
+// The raw frame with its driver calls made by a second thread ("raw-2t", named raw-issue), to
+// which this thread hands each pass through a ring of slots: the floor of a design that issues
+// on a thread of its own, as baton's device issuing thread does, with no bookkeeping (the worker
+// spins between passes; it never sleeps). The host wait first waits for the worker to have
+// issued the frame's last pass (an event not yet recorded would count as complete).
+Figures runRawHandoff(Side& side, uint64_t first, int frames, int warmup) {
+  struct alignas(64) Slot {
+    std::atomic<int64_t> job{-1};  // frame * kPasses + pass; -1 empty; kStop: the end
+  };
+  constexpr int kSlots = 64;
+  constexpr int64_t kStop = -2;
+  static Slot ring[kSlots];
+  for (Slot& slot : ring) slot.job.store(-1, std::memory_order_relaxed);
+  alignas(64) std::atomic<int64_t> issuedFrame{-1};  // the last frame fully issued
+  std::thread worker([&] {
+    pthread_setname_np(pthread_self(), "raw-issue");
+    RAW_OK(driver.makeCurrent());
+    for (uint64_t i = 0;; ++i) {
+      Slot& slot = ring[i % kSlots];
+      int64_t job;
+      while ((job = slot.job.load(std::memory_order_acquire)) == -1) {
+      }
+      if (job == kStop) {
+        gRawIssueNs += clockNs(CLOCK_THREAD_CPUTIME_ID);  // gone before ThreadCpu looks
+        return;
+      }
+      const int p = static_cast<int>(job % kPasses);
+      const uint64_t f = static_cast<uint64_t>(job / kPasses);
+      rawPass(side, static_cast<uint32_t>(f % kInFlight), p);
+      slot.job.store(-1, std::memory_order_release);
+      if (p == kPasses - 1) issuedFrame.store(static_cast<int64_t>(f), std::memory_order_release);
+    }
+  });
+  uint64_t handed = 0;
+  auto hand = [&](int64_t job) {
+    Slot& slot = ring[handed++ % kSlots];
+    while (slot.job.load(std::memory_order_acquire) != -1) {
+    }
+    slot.job.store(job, std::memory_order_release);
+  };
+  auto waitEnd = [&](uint64_t f) {
+    while (issuedFrame.load(std::memory_order_acquire) < static_cast<int64_t>(f)) {
+    }
+    RAW_OK(driver.eventSynchronize(side.events[f % kInFlight][kPasses - 1]));
+  };
+  auto submitFrame = [&](uint64_t f, uint32_t) {
+    for (int p = 0; p < kPasses; ++p) hand(static_cast<int64_t>(f) * kPasses + p);
+  };
+  Figures figures = runFrames(side, first, frames, warmup, waitEnd, submitFrame);
+  hand(kStop);
+  worker.join();
+  return figures;
 }
 
 // ---- report
@@ -880,11 +947,13 @@ int main(int argc, char** argv) {
   if (env.noEdges)
     std::printf("--no-edges: every cross-queue wait dropped on both sides; the checks must fail\n");
 
-  Side ours, raw;
+  Side ours, raw, raw2;
   ours.name = "baton";
   raw.name = "raw";
+  raw2.name = "raw-2t";
   setupSide(ours, true);
   setupSide(raw, false);
+  setupSide(raw2, false);
 
   // baton runs in its default issue mode (a submission that nothing holds back is issued by
   // the submitting thread when its queue is known idle, otherwise by the device's issuing
@@ -903,8 +972,11 @@ int main(int argc, char** argv) {
        "every submission by the issuing thread (BATON_STREAM_DIRECT_ISSUE=0)"},
       {"baton-di", baton::stream::IssueMode::Direct,
        "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
+      {"raw-2t", baton::stream::IssueMode::WhenIdle,
+       "no baton: the raw calls made by a second thread, handed each pass (the floor of an "
+       "issuing thread)"},
       {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
-  constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1;
+  constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2;
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
   std::vector<Figures> runsOf[kModes];
@@ -931,12 +1003,14 @@ int main(int argc, char** argv) {
       const baton::stream::Stats before = baton::stream::stats();
       byThread[k].begin();
       if (samplePath) sampler::pause(std::strcmp(modes[k].name, sampleSide) != 0);
-      if (k != kRaw) {
+      if (k == kRaw) {
+        f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
+      } else if (k == kRaw2) {
+        f = runRawHandoff(raw2, static_cast<uint64_t>(r) * frames, frames, warmup);
+      } else {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(ours, oursFirst, frames, warmup);
         oursFirst += frames;
-      } else {
-        f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
       }
       if (samplePath) sampler::pause(true);
       runsOf[k].push_back(f);
@@ -947,9 +1021,10 @@ int main(int argc, char** argv) {
       looks[k].hostCallParks += after.hostCallParks - before.hostCallParks;
       const uint64_t direct = after.directIssued - before.directIssued;
       const uint64_t all = direct + after.postedToIssuer - before.postedToIssuer;
-      std::printf("%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
-                  f.processCpuUs,
-                  k == kRaw ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
+      std::printf(
+          "%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
+          f.processCpuUs,
+          k >= kRaw2 ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
     }
   }
   baton::stream::resetIssueMode();
@@ -960,13 +1035,17 @@ int main(int argc, char** argv) {
   // (event queries), lazy parks and parks until a host call ran, per frame.
   const double allFrames = static_cast<double>(runs) * frames;
   std::printf("\nCPU per frame by thread (us), and (sleeps per frame):\n");
-  for (int k = 0; k < kModes; ++k)
-    std::printf("  %-9s %s\n", modes[k].name, byThread[k].text(allFrames, true).c_str());
+  for (int k = 0; k < kModes; ++k) {
+    char worker[64] = "";  // raw-2t's worker: gone before ThreadCpu looks, so measured by itself
+    if (k == kRaw2)
+      std::snprintf(worker, sizeof worker, ", raw-issue %.1f", gRawIssueNs / 1e3 / allFrames);
+    std::printf("  %-9s %s%s\n", modes[k].name, byThread[k].text(allFrames, true).c_str(), worker);
+  }
   std::printf("completion threads per frame: looks, lazy parks, host-call parks:");
-  for (int k = 0; k < kRaw; ++k)
+  for (int k = 0; k < kRaw2; ++k)
     std::printf(" %s %.2f %.2f %.2f%s", modes[k].name, looks[k].looks / allFrames,
                 looks[k].lazyParks / allFrames, looks[k].hostCallParks / allFrames,
-                k + 1 < kRaw ? ";" : "\n");
+                k + 1 < kRaw2 ? ";" : "\n");
 
   struct Row {
     const char* name;
@@ -1001,9 +1080,10 @@ int main(int argc, char** argv) {
   }
 
   BATON_OK(env.device.waitIdle());
-  for (RawStream s : raw.streams) RAW_OK(driver.streamSynchronize(s));
+  for (Side* side : {&raw, &raw2})
+    for (RawStream s : side->streams) RAW_OK(driver.streamSynchronize(s));
   int rc = 0;
-  for (Side* side : {&ours, &raw}) {
+  for (Side* side : {&ours, &raw, &raw2}) {
     if (side->failures) {
       std::printf("FAILED (%s): %llu check(s) failed; the first: %s\n", side->name,
                   static_cast<unsigned long long>(side->failures), side->firstFailure.c_str());
@@ -1017,6 +1097,7 @@ int main(int argc, char** argv) {
         runs * frames, env.kernels ? "kernel" : "copy");
   teardownSide(ours);
   teardownSide(raw);
+  teardownSide(raw2);
   (void)env.device.destroy();
   (void)env.instance.destroy();
   if (env.kernels) RAW_OK(driver.moduleUnload());
