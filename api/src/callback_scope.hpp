@@ -49,7 +49,9 @@ class CallbackScope {
   Kind kind_;
   const CallbackScope* outer_;
   uint64_t traceId_;
-  static inline thread_local const CallbackScope* tCurrent = nullptr;
+  // Initial-exec TLS: read on every direct issue (see stream's tInternalThread).
+  static inline thread_local const CallbackScope* tCurrent
+      __attribute__((tls_model("initial-exec"))) = nullptr;
 };
 
 // ErrorInvalidState when the calling thread runs a callback of `device` (or, with `instance`
