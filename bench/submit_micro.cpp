@@ -53,7 +53,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -153,19 +152,6 @@ double processCpuNs() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-// Each thread's CPU time and voluntary switches at one moment, by thread id.
-struct ThreadSnapshot {
-  std::string name;
-  double cpuNs;
-  long switches;
-};
-std::map<pid_t, ThreadSnapshot> snapshot() {
-  std::map<pid_t, ThreadSnapshot> out;
-  for (const sampler::Thread& t : sampler::threads())
-    out[t.tid] = {t.name, sampler::cpuNs(t.tid), voluntarySwitches(t.tid)};
-  return out;
 }
 
 }  // namespace
@@ -283,7 +269,8 @@ int main(int argc, char** argv) {
     constexpr long kBurst = 64;
     const long gapUs = argc > 4 ? std::atol(argv[4]) : 300;
     std::vector<uint64_t> ends;  // t's value at the end of each burst
-    const std::map<pid_t, ThreadSnapshot> before = snapshot();
+    sampler::ThreadCpu byThread;
+    byThread.begin();
     const double cpu0 = processCpuNs();
     const auto start = std::chrono::steady_clock::now();
     while (done < submits) {
@@ -304,18 +291,13 @@ int main(int argc, char** argv) {
     const double cpu = processCpuNs() - cpu0;
     const double wall =
         std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-    const std::map<pid_t, ThreadSnapshot> after = snapshot();
+    byThread.end();
     const double bursts = static_cast<double>(ends.size());
     std::printf("bursts: %zu of %ld submits, %.1f us apart; per burst, loop only:\n", ends.size(),
                 kBurst, wall / bursts / 1e3);
-    for (const auto& [tid, a] : after) {
-      auto b = before.find(tid);
-      const double cpuB = b == before.end() ? 0 : b->second.cpuNs;
-      const long swB = b == before.end() ? 0 : b->second.switches;
-      std::printf("  %-16s CPU %8.0f ns, %6.2f voluntary switches\n", a.name.c_str(),
-                  (a.cpuNs - cpuB) / bursts, static_cast<double>(a.switches - swB) / bursts);
-    }
-    std::printf("  %-16s CPU %8.0f ns\n", "process", cpu / bursts);
+    std::printf("  CPU us (voluntary switches) by thread: %s\n",
+                byThread.text(bursts, true).c_str());
+    std::printf("  process CPU %.0f ns\n", cpu / bursts);
   } else {
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
