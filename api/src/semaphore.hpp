@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "baton/fwd.hpp"
+#include "head_vector.hpp"
 #include "mutex.hpp"
 #include "object.hpp"
 #include "status.hpp"
@@ -160,7 +161,7 @@ class alignas(64) Semaphore : public Object {
   std::atomic<bool> failed_{false};
   std::atomic<bool> hasTimepoints_{false};
   Mutex mutex_;
-  std::vector<Pending> pending_;  // ascending value
+  HeadVector<Pending, 32> pending_;  // ascending value
   WaitNode* waiters_ = nullptr;
   Result failureCode_ = Result::Success;
   std::string failureReason_;

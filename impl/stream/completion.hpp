@@ -24,6 +24,7 @@
 
 #include "clock.hpp"
 #include "cpu.hpp"
+#include "head_vector.hpp"
 #include "issue_ring.hpp"
 #include "issuer.hpp"
 #include "notifier.hpp"
@@ -36,66 +37,15 @@
 namespace baton::stream {
 namespace {
 
-// The records a completion thread has in flight, oldest first: a vector with a moving head, in
-// place of a std::deque. A deque holds 4 Records per 512-byte node, so it allocated and freed a
-// node every 4 records, and its indexing (the bisection, each loop of finish) divides by the node
-// size; together about 200 of the ~800 instructions the thread spent per record in the ping-pong
-// on the fake driver (callgrind). Here a batch taken while nothing is in flight is swapped in
-// (no record moves, and the storage goes back to the issuing side through the inbox), and
-// retired records leave the front without moving the others.
-class RecordQueue {
- public:
-  bool empty() const noexcept { return head_ == v_.size(); }
-  size_t size() const noexcept { return v_.size() - head_; }
-  Record& operator[](size_t i) noexcept { return v_[head_ + i]; }
-  Record& front() noexcept { return v_[head_]; }
-  Record& back() noexcept { return v_.back(); }
-  Record* begin() noexcept { return v_.data() + head_; }
-  Record* end() noexcept { return v_.data() + v_.size(); }
-
-  // Takes every record of `in`, which is left empty (with storage of this queue's when it had
-  // none in flight).
-  void append(std::vector<Record>& in) {
-    if (empty()) {
-      v_.clear();  // retired records, already emptied (popFront)
-      head_ = 0;
-      v_.swap(in);
-      return;
-    }
-    for (Record& r : in) v_.push_back(std::move(r));
-    in.clear();
-  }
-
-  // Retires the n oldest records: what they hold (submission, timepoints, host calls) goes now.
-  void popFront(size_t n) {
-    if (n == size()) {
-      clear();
-      return;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      Record& r = v_[head_ + i];
-      std::destroy_at(&r);
-      std::construct_at(&r);  // an empty record in its place, destroyed cheaply later
-    }
-    head_ += n;
-    // Reclaim the retired front once it is as long as what is left: the move of the rest is
-    // then paid for by the records retired, and the vector stays bounded by what is in flight.
-    if (head_ >= kCompactAfter && head_ >= size()) {
-      v_.erase(v_.begin(), v_.begin() + static_cast<ptrdiff_t>(head_));
-      head_ = 0;
-    }
-  }
-
-  void clear() noexcept {
-    v_.clear();
-    head_ = 0;
-  }
-
- private:
-  static constexpr size_t kCompactAfter = 64;
-  std::vector<Record> v_;
-  size_t head_ = 0;  // v_[0, head_) are retired, empty records
-};
+// The records a completion thread has in flight, oldest first (core::HeadVector), in place of
+// a std::deque. A deque holds 4 Records per 512-byte node, so it allocated and freed a node every
+// 4 records, and its indexing (the bisection, each loop of finish) divides by the node size;
+// together about 200 of the ~800 instructions the thread spent per record in the ping-pong on the
+// fake driver (callgrind). Here a batch taken while nothing is in flight is swapped in (no record
+// moves, and the storage goes back to the issuing side through the inbox), and retired records
+// (popFront: what they hold, submission, timepoints, host calls, goes then) leave the front
+// without moving the others.
+using RecordQueue = core::HeadVector<Record, 64>;
 
 class Completion {
  public:
