@@ -158,6 +158,12 @@ if has soakwait; then
   cp /tmp/soak.log "$OUT/soak.log" 2>/dev/null
   echo "rc=$(cat /tmp/soak.rc 2>/dev/null || echo 'still running')"; cat /tmp/soak.log
 fi
+# Before the benchmarks: the machine's cross-CPU cache-line latency (bench/core_latency.cpp),
+# against which their multi-thread figures are read.
+if has bench || has hipbench || has framebench || has ibench; then
+  log core latency
+  timeout 60 "$B/bench/core_latency" 2>&1
+fi
 if has bench; then
   log bench
   # --trace: the submit figure also with a timeline trace session paused and recording.
