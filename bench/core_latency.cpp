@@ -27,11 +27,17 @@
 
 namespace {
 
-bool pin(int cpu) {
+// Pins the calling thread to `cpu`; a pair measured unpinned would be a figure of whichever CPUs
+// the scheduler chose, so a failure ends the program.
+void pin(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+  if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set)) {
+    std::fprintf(stderr, "core_latency: cannot pin a thread to CPU %d: %s\n", cpu,
+                 std::strerror(e));
+    std::exit(1);
+  }
 }
 
 // One-way ns between CPUs a (which starts) and b: `iters` round trips of one cache line.
