@@ -513,9 +513,9 @@ class Completion {
         }
         for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
         // The driver may still call host functions of a faulted stream, or never: their data
-        // must stay valid either way, so it is deliberately leaked (only after device loss, and
-        // only when the stream could not be drained: a drained stream ran them all).
-        if (!drained) (void)r.hostCalls.release();
+        // must stay valid either way, so it is kept for the process (keepForDriver; only after
+        // loss, and only when the stream could not be drained: a drained stream ran them all).
+        if (!drained) keepForDriver(std::move(r.hostCalls));
       }
       inflight_.clear();
       urgent_ = 0;
@@ -524,7 +524,7 @@ class Completion {
         Record& c = *q_->continuation;
         core::failSignals(*c.submission, why);
         q_->dropRelease(c.published, c.hostPublish, why);
-        if (!drained) (void)c.hostCalls.release();
+        if (!drained) keepForDriver(std::move(c.hostCalls));
         q_->continuation.reset();
         ++submissions;
       }

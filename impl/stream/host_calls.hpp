@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "baton/command_buffer.hpp"
@@ -54,6 +55,20 @@ struct HostCalls {
   uint32_t queueIndex = 0;
   uint64_t traceId = 0;  // the submission's Submission::traceId (trace.hpp)
 };
+
+// Keeps `calls` for the rest of the process: the host calls of a stream that could not be
+// drained (device loss, or an injected fault), which the driver may still run or never run, so
+// their data must stay valid either way. Kept reachable rather than leaked (an unowned pointer),
+// so that LeakSanitizer reports only real leaks: the fault sweep under ASan saw these as leaked
+// whenever an injected cuStreamSynchronize failure left a host call in flight. Bounded by the
+// host calls in flight when such a stream is abandoned. Thread safe.
+inline void keepForDriver(std::unique_ptr<HostCalls> calls) {
+  if (!calls) return;
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::unique_ptr<HostCalls>>();  // never destroyed
+  std::lock_guard<std::mutex> lock(mutex);
+  kept->push_back(std::move(calls));
+}
 
 }  // namespace
 }  // namespace baton::stream

@@ -211,7 +211,8 @@ class Issuer {
     if (!rs.ok()) {
       // Nothing can track the enqueued work: wait for the stream so that what it uses outlives
       // it (only after a driver error, in practice a lost device).
-      if (!d_.streamSynchronize(q_.stream).ok()) (void)rec.hostCalls.release();  // see failAll
+      if (!d_.streamSynchronize(q_.stream).ok())
+        keepForDriver(std::move(rec.hostCalls));  // failAll
       for (const core::Allocation& a : rec.freeAfter) q_.device->freeAllocation(a);
       failUnrecorded(rec, st.ok() ? rs : st);
       return;
