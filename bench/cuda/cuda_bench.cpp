@@ -678,7 +678,9 @@ void benchPingPong() {
   uint64_t gv = 0, xv = 0, yv = 0;
   double cpuOurs = 0, cpuRaw = 0;  // CPU time of the whole process (baton: with its threads)
   sampler::ThreadCpu oursByThread, rawByThread;
+  uint64_t records = 0, retiredOnSubmit = 0;  // of the live loops (not the serial floor's)
   for (int rep = 0; rep < kReps; ++rep) {
+    const baton::stream::Stats before = baton::stream::stats();
     oursByThread.begin();
     double c0 = cpuSeconds();
     auto t0 = Clock::now();
@@ -690,6 +692,9 @@ void benchPingPong() {
     ours.push_back(nsSince(t0) / 1e3 / kLive);
     cpuOurs += cpuSeconds() - c0;
     oursByThread.end();
+    const baton::stream::Stats after = baton::stream::stats();
+    records += after.recordsIssued - before.recordsIssued;
+    retiredOnSubmit += after.retiredOnSubmit - before.retiredOnSubmit;
     std::vector<RawEvent> la = makeEvents(kLive), lb = makeEvents(kLive);
     rawByThread.begin();
     c0 = cpuSeconds();
@@ -719,6 +724,10 @@ void benchPingPong() {
       "(process: baton counts its completion threads too)");
   std::printf("    by thread, baton (us per round trip): %s\n", oursByThread.text(rounds).c_str());
   std::printf("    by thread, raw (us per round trip): %s\n", rawByThread.text(rounds).c_str());
+  std::printf(
+      "    records retired by the submitting thread: %llu of %llu (the rest by the "
+      "completion threads)\n",
+      static_cast<unsigned long long>(retiredOnSubmit), static_cast<unsigned long long>(records));
   destroyEvents(ea);
   destroyEvents(eb);
 }

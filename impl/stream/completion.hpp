@@ -56,30 +56,30 @@ class Completion {
     // The thread's own driver calls always run in the device's context: made current here, and
     // again before it observes records if this failed (useContext).
     contextCurrent_ = d_.setCurrent(q_->device->config.context).ok();
-    std::vector<Record> incoming;
     std::vector<Ref<core::Queue>> passes;
     for (;;) {
       std::string lost;
-      // The flag first: the lock (a cache line the issuing thread writes) only when there is
-      // something to take.
-      if (q_->inboxPending.load(std::memory_order_acquire)) {
-        std::lock_guard<core::Mutex> lock(q_->inboxMutex);
-        q_->inboxPending.store(false, std::memory_order_relaxed);
-        incoming.swap(q_->inbox);
-        passes.swap(q_->passes);
-        if (q_->lostPending) {
-          lost = std::move(q_->lostReason);
-          q_->lostPending = false;
+      bool empty;
+      {
+        std::lock_guard<core::Mutex> records(mutex_);
+        // The flag first: the lock (a cache line the issuing thread writes) only when there is
+        // something to take.
+        if (q_->inboxPending.load(std::memory_order_acquire)) {
+          std::lock_guard<core::Mutex> lock(q_->inboxMutex);
+          q_->inboxPending.store(false, std::memory_order_relaxed);
+          takeInboxLocked(q_->inbox.size());
+          passes.swap(q_->passes);
+          if (q_->lostPending) {
+            lost = std::move(q_->lostReason);
+            q_->lostPending = false;
+          }
         }
-      }
-      if (!incoming.empty()) {
-        for (const Record& r : incoming) urgent_ += r.urgent;
-        inflight_.append(incoming);
+        empty = inflight_.empty();
       }
       for (Ref<core::Queue>& queue : passes) queue->evaluate();
       passes.clear();
       if (!lost.empty()) q_->coreDevice->markLost(lost);
-      if (inflight_.empty()) {
+      if (empty) {
         // Nothing in flight: the core Device may be gone (see ~StreamQueue), touch only q_.
         q_->waker->lookRequested.store(false, std::memory_order_relaxed);
         if (q_->stop.load(std::memory_order_acquire)) return;
@@ -111,39 +111,175 @@ class Completion {
         continue;
       }
       emptySince_ = 0;
-      if (q_->coreDevice->lost()) {
-        failAll(q_->coreDevice->lostStatus());
-        continue;
+      // The records are this thread's and the submitting threads' (retireOnSubmit): looked at
+      // under mutex_, which is let go, with the scope's releases run, before the thread sleeps
+      // or parks; `holding_` while it still uses a record then.
+      Next next;
+      {
+        core::Notifier::Scope scope;
+        std::lock_guard<core::Mutex> records(mutex_);
+        next = look();
       }
-      if (q_->hostPublished.load(std::memory_order_seq_cst) != 0) publishBehindHostCalls();
-      // Whether anything needs the completions now (Waker): if not, one look, then a lazy park.
-      // A queue that is going (stop) waits for its records here: watched too.
-      const bool othersNeed = q_->waker->needed() ||
-                              q_->throttled.load(std::memory_order_seq_cst) ||
-                              q_->stop.load(std::memory_order_acquire);
-      const bool needed = urgent_ != 0 || othersNeed;
-      q_->waker->lookRequested.store(false, std::memory_order_seq_cst);
-      size_t n = 0;
-      Status err = useContext();
-      if (err.ok()) err = countCompleted(&n);
-      // Only urgent records need watching, and the first of them waits for host calls that have
-      // not run: the trampoline says when they have (awaitHostCalls), no polling meanwhile.
-      if (err.ok() && n == 0 && needed && !(!othersNeed && awaitHostCalls())) err = sleepOnOldest();
-      if (err.isError()) {
-        q_->coreDevice->markLost(err.message());
-        failAll(q_->coreDevice->lostStatus());
-        continue;
+      switch (next.kind) {
+        case Next::kLoop: break;
+        case Next::kParkLazily: parkLazily(next.progressed); break;
+        case Next::kAwaitHostCalls:
+          awaitHostCalls(next.calls);
+          letGo();
+          break;
+        case Next::kSleep: {
+          Status err = sleepOnOldest(next.event, next.seq);
+          letGo();
+          if (err.isError()) lose(err);
+          break;
+        }
+        case Next::kLost: lose(next.error); break;
       }
-      if (n) {
-        finish(n);
-        pollNs_ = kPollMinNs;
-        lazyNs_ = kLazyLookMinNs;
-      }
-      if (!needed && !inflight_.empty()) parkLazily(n != 0);
     }
   }
 
+  // A submitting thread, after a submission (StreamQueue::afterSubmit; no lock held, inside the
+  // submit's Notifier::Scope): once QueueShared::retireAt records wait in the inbox, it retires
+  // those that completed itself, as this thread would (finish). The records' submissions,
+  // timepoints, events and semaphore references were made and last written on the submitting
+  // thread, and go back there rather than moving to this thread's core and back (about 0.2 µs
+  // per cache line on the H100 test machine, bench/core_latency); this thread then only looks
+  // when something needs it, or lazily. One or two event queries per look: the newest record in
+  // the inbox, else the one halfway (records recorded a few microseconds ago have mostly run:
+  // in a stream of small submissions the newest is often still queued). Only tried: it never
+  // waits for this thread, leaves the records to it while it uses one outside the lock
+  // (holding_), and after device loss.
+  void retireOnSubmit() {
+    QueueShared& q = *q_;
+    if (q.inboxRecords.load(std::memory_order_relaxed) < q.retireAt.load(std::memory_order_relaxed))
+      return;
+    std::unique_lock<core::Mutex> records(mutex_, std::try_to_lock);
+    if (!records.owns_lock() || holding_ || q.coreDevice->lost()) return;
+    size_t count;
+    void *newest = nullptr, *halfway = nullptr;
+    {
+      std::lock_guard<core::Mutex> lock(q.inboxMutex);
+      count = q.inbox.size();
+      if (count) newest = q.inbox[count - 1].timepoint->event();
+      if (count >= 2) halfway = q.inbox[count / 2 - 1].timepoint->event();
+    }
+    if (!newest) return;  // the completion thread took them
+    size_t take = 0;
+    Status s;
+    {
+      ContextScope context(d_, q.device->config.context);
+      s = context.status();
+      if (s.ok()) s = d_.eventQuery(newest);
+      if (s.ok()) {
+        take = count;
+      } else if (s.code() == Result::NotReady && halfway) {
+        s = d_.eventQuery(halfway);
+        if (s.ok()) take = count / 2;
+      }
+    }
+    Counters::add(kCompletionLooks, 1);
+    if (s.isError()) {
+      q.waker->lookNow();  // the completion thread's to report (device loss), at once
+      return;
+    }
+    if (take == 0) {
+      q.retireAt.store(static_cast<uint32_t>(count + kRetireBatch / 2), std::memory_order_relaxed);
+      return;
+    }
+    {
+      std::lock_guard<core::Mutex> lock(q.inboxMutex);
+      takeInboxLocked(take);
+      q.inboxPending.store(!q.inbox.empty() || !q.passes.empty() || q.lostPending,
+                           std::memory_order_relaxed);
+      q.retireAt.store(static_cast<uint32_t>(q.inbox.size() + kRetireBatch / 2),
+                       std::memory_order_relaxed);
+    }
+    // The stream is in order: the records before it, in flight or taken, completed too.
+    const size_t n = inflight_.size();
+    Counters::add(kRetiredOnSubmit, n);
+    finish(n);
+  }
+
  private:
+  // What the thread does after a look, once mutex_ is let go.
+  struct Next {
+    enum Kind { kLoop, kParkLazily, kAwaitHostCalls, kSleep, kLost } kind = kLoop;
+    bool progressed = false;     // kParkLazily: the look finished records
+    HostCalls* calls = nullptr;  // kAwaitHostCalls: the first urgent record's (holding_)
+    void* event = nullptr;       // kSleep: the oldest record's event (holding_)
+    uint64_t seq = 0;            // kSleep: the oldest record's Record::seq
+    Status error;                // kLost: the driver's error
+  };
+
+  // One look at the records in flight (mutex_ held, inside a Notifier::Scope): publishes what
+  // completed, and says what the thread does next.
+  Next look() {
+    Next next;
+    if (inflight_.empty()) return next;  // a submitting thread retired them meanwhile
+    if (q_->coreDevice->lost()) {
+      failAll(q_->coreDevice->lostStatus());
+      return next;
+    }
+    if (q_->hostPublished.load(std::memory_order_seq_cst) != 0) publishBehindHostCalls();
+    // Whether anything needs the completions now (Waker): if not, one look, then a lazy park.
+    // A queue that is going (stop) waits for its records here: watched too.
+    const bool othersNeed = q_->waker->needed() || q_->throttled.load(std::memory_order_seq_cst) ||
+                            q_->stop.load(std::memory_order_acquire);
+    const bool needed = urgent_ != 0 || othersNeed;
+    q_->waker->lookRequested.store(false, std::memory_order_seq_cst);
+    size_t n = 0;
+    Status err = useContext();
+    if (err.ok()) err = countCompleted(&n);
+    if (err.isError()) {
+      next.kind = Next::kLost;
+      next.error = std::move(err);
+      return next;
+    }
+    if (n == 0 && needed) {
+      // Only urgent records need watching, and the first of them waits for host calls that
+      // have not run: the trampoline says when they have (awaitHostCalls), no polling meanwhile.
+      if (!othersNeed) {
+        HostCalls* calls = firstUrgentHostCalls();
+        if (calls && calls->ran.load(std::memory_order_acquire) < calls->total) {
+          holding_ = true;
+          next.kind = Next::kAwaitHostCalls;
+          next.calls = calls;
+          return next;
+        }
+      }
+      holding_ = true;
+      next.kind = Next::kSleep;
+      next.event = inflight_.front().timepoint->event();
+      next.seq = inflight_.front().seq;
+      return next;
+    }
+    if (n) {
+      finish(n);
+      pollNs_ = kPollMinNs;
+      lazyNs_ = kLazyLookMinNs;
+    }
+    if (!needed && !inflight_.empty()) {
+      next.kind = Next::kParkLazily;
+      next.progressed = n != 0;
+    }
+    return next;
+  }
+
+  // The thread no longer uses a record outside mutex_.
+  void letGo() {
+    std::lock_guard<core::Mutex> records(mutex_);
+    holding_ = false;
+  }
+
+  // A driver error while observing the records: the device is lost, and everything in flight
+  // fails with it.
+  void lose(const Status& err) {
+    q_->coreDevice->markLost(err.message());
+    core::Notifier::Scope scope;
+    std::lock_guard<core::Mutex> records(mutex_);
+    failAll(q_->coreDevice->lostStatus());
+  }
+
   // Makes the device's context current when the thread's start could not (or a scope for another
   // device left that device's context on this thread, see ContextScope). A failure is handled
   // as any driver error of this thread is (below): without it the thread cannot observe the
@@ -156,6 +292,23 @@ class Completion {
     Status st = d_.setCurrent(q_->device->config.context);
     contextCurrent_ = st.ok();
     return st;
+  }
+
+  // Moves the inbox's first `count` records to the end of inflight_ (mutex_ and inboxMutex held).
+  // All of them, while nothing is in flight: swapped in (no record moves, and the storage goes
+  // back to the issuing side through the inbox).
+  void takeInboxLocked(size_t count) {
+    std::vector<Record>& inbox = q_->inbox;
+    if (count == 0) return;
+    for (size_t i = 0; i < count; ++i) urgent_ += inbox[i].urgent;
+    if (count == inbox.size()) {
+      inflight_.append(inbox);
+    } else {
+      for (size_t i = 0; i < count; ++i) inflight_.push_back(std::move(inbox[i]));
+      inbox.erase(inbox.begin(), inbox.begin() + static_cast<ptrdiff_t>(count));
+    }
+    q_->inboxRecords.store(static_cast<uint32_t>(inbox.size()), std::memory_order_relaxed);
+    q_->retireAt.store(kRetireBatch, std::memory_order_relaxed);
   }
 
   // How many records, oldest first, have completed. The stream is in order, so when the newest
@@ -189,6 +342,7 @@ class Completion {
   // Nothing needs the records in flight: parks until a need arises (Waker), kLookRecords more
   // records arrive (QueueShared::wakeCompletion), or lazyNs_ passed, doubling lazyNs_ up to
   // kLazyLookMaxNs while looks find nothing.
+  // Without mutex_ (records may be retired meanwhile).
   void parkLazily(bool progressed) {
     Waker& w = *q_->waker;
     w.lazy.store(true, std::memory_order_seq_cst);
@@ -204,19 +358,18 @@ class Completion {
   // The first urgent record in flight (only urgent records need watching: run) waits for host
   // calls that have not all run: parks until the trampoline wakes it after a call
   // (HostCalls::ranOne), or a need, an urgent push or kLookRecords records arrive (as a lazy
-  // park), at most kLazyLookMaxNs. Returns false, without parking, when that record has no host
-  // calls left to run: its event is then about to complete, and sleepOnOldest watches it.
-  // Records before it are not urgent; it cannot complete before its calls ran. On the H100 the
-  // frame_bench queue with a host call per frame spent 60-80 µs of its completion thread per
-  // ~300 µs frame spinning and polling for it (issue 16).
-  bool awaitHostCalls() {
-    HostCalls* calls = nullptr;
-    for (size_t i = 0; i < inflight_.size(); ++i) {
-      if (!inflight_[i].urgent) continue;
-      calls = inflight_[i].hostCalls.get();
-      break;
-    }
-    if (!calls || calls->ran.load(std::memory_order_acquire) >= calls->total) return false;
+  // park), at most kLazyLookMaxNs. When that record has no host calls left to run, its event is
+  // about to complete, and sleepOnOldest watches it instead (look). Records before it are not
+  // urgent; it cannot complete before its calls ran. On the H100 the frame_bench queue with a
+  // host call per frame spent 60-80 µs of its completion thread per ~300 µs frame spinning and
+  // polling for it (issue 16).
+  HostCalls* firstUrgentHostCalls() {
+    for (size_t i = 0; i < inflight_.size(); ++i)
+      if (inflight_[i].urgent) return inflight_[i].hostCalls.get();
+    return nullptr;
+  }
+  // Without mutex_; `calls` stays valid while holding_ (look() found calls left to run).
+  void awaitHostCalls(HostCalls* calls) {
     Waker& w = *q_->waker;
     w.awaitingHostCalls.store(true, std::memory_order_seq_cst);
     w.lazy.store(true, std::memory_order_seq_cst);
@@ -228,7 +381,6 @@ class Completion {
     }
     w.lazy.store(false, std::memory_order_seq_cst);
     w.awaitingHostCalls.store(false, std::memory_order_seq_cst);
-    return true;
   }
 
   // With Waker::lazy set: whether something already asks for the look a lazy park waits for (a
@@ -289,8 +441,9 @@ class Completion {
   // Waits for the oldest record's event, while something needs it (run), without burning the
   // core: a short spin, then a blocking-sync wait in the driver (interrupt driven) when it can,
   // or a poll after a short backoff sleep. Returns NotReady when it woke without completion.
-  Status sleepOnOldest() {
-    void* event = inflight_.front().timepoint->event();
+  // Without mutex_: `event` and `seq` are the oldest record's, which stays in flight while
+  // holding_.
+  Status sleepOnOldest(void* event, uint64_t seq) {
     // Spin only after progress, not at every poll of a long wait.
     const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? kCompletionSpinNs : 0);
     for (;;) {
@@ -316,7 +469,7 @@ class Completion {
     // 100; CUDA_DEVICE_MAX_CONNECTIONS=32 did not prevent it).
     {
       std::unique_lock<core::Mutex> lock(q_->issueMutex, std::try_to_lock);
-      if (lock.owns_lock() && q_->pushed == inflight_.front().seq) {
+      if (lock.owns_lock() && q_->pushed == seq) {
         BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->stream));
         lock.unlock();
         return d_.eventSynchronize(q_->sleepEvent);
@@ -542,6 +695,10 @@ class Completion {
 
   std::shared_ptr<QueueShared> q_;
   const DriverTable& d_;
+  // Guards the records in flight and what retiring them uses (inflight_ to urgent_, holding_):
+  // taken by this thread for each look, and tried by submitting threads (retireOnSubmit).
+  core::Mutex mutex_;
+  bool holding_ = false;  // the thread uses a record's event or host calls without mutex_
   RecordQueue inflight_;
   std::vector<void*> eventReturns_;  // see EventPool::ReturnBatch
   static constexpr size_t kReachLinear = 8;

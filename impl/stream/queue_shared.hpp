@@ -162,6 +162,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
         outbox.clear();
       }
       waiting = inbox.size();
+      inboxRecords.store(static_cast<uint32_t>(waiting), std::memory_order_relaxed);
       inboxPending.store(true, std::memory_order_seq_cst);
     }
     outboxFilled.store(false, std::memory_order_relaxed);
@@ -177,6 +178,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       std::lock_guard<core::Mutex> lock(inboxMutex);
       inbox.push_back(std::move(record));
       waiting = inbox.size();
+      inboxRecords.store(static_cast<uint32_t>(waiting), std::memory_order_relaxed);
       inboxPending.store(true, std::memory_order_seq_cst);
     }
     Counters::add(kRecordsPushed, 1);
@@ -431,6 +433,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   alignas(64) core::Mutex inboxMutex;
   std::atomic<bool> inboxPending{false};  // inbox, passes or lostPending has something
   std::vector<Record> inbox;
+  // The inbox's size, and the size at which a submitting thread next looks for completed
+  // records in it (Completion::retireOnSubmit): read without the lock.
+  std::atomic<uint32_t> inboxRecords{0};
+  std::atomic<uint32_t> retireAt{kRetireBatch};
   std::vector<Ref<core::Queue>> passes;  // see handOff
   bool lostPending = false;
   std::string lostReason;

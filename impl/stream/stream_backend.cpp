@@ -56,6 +56,7 @@ Stats stats() noexcept {
   s.completionLooks = c[kCompletionLooks];
   s.hostCallParks = c[kHostCallParks];
   s.republished = c[kRepublished];
+  s.retiredOnSubmit = c[kRetiredOnSubmit];
   return s;
 }
 

@@ -37,7 +37,8 @@ namespace {
 class StreamQueue final : public core::QueueImpl {
  public:
   explicit StreamQueue(std::shared_ptr<QueueShared> shared) : q_(std::move(shared)) {
-    thread_ = std::thread([q = q_] { Completion(q).run(); });
+    completion_ = std::make_shared<Completion>(q_);
+    thread_ = std::thread([c = completion_] { c->run(); });
     // Named here rather than by the thread itself, so that the name is there on return.
     pthread_setname_np(thread_.native_handle(), "baton-complete");
     q_->issuer->add(q_);
@@ -153,6 +154,17 @@ class StreamQueue final : public core::QueueImpl {
     return true;
   }
 
+  // After a submit (no lock held): retires completed records on the submitting thread (see
+  // Completion::retireOnSubmit). Not on baton's own threads, not inside a driver host function
+  // (no driver calls there), not inside a callback (a native callback's thread holds an
+  // issueMutex, and the records are the completion thread's to watch then).
+  void afterSubmit() override {
+    if (!gRetireOnSubmit || tInternalThread || tInsideHostFunction ||
+        core::CallbackScope::current() != nullptr)
+      return;
+    completion_->retireOnSubmit();
+  }
+
   void finishDirect() override {
     QueueShared& q = *q_;
     {
@@ -228,8 +240,9 @@ class StreamQueue final : public core::QueueImpl {
   }
 
   std::shared_ptr<QueueShared> q_;
-  std::thread thread_;  // completion
-  Issue direct_;        // between startDirect and finishDirect (issueMutex held)
+  std::shared_ptr<Completion> completion_;  // run by thread_; retireOnSubmit by submitters
+  std::thread thread_;                      // completion
+  Issue direct_;  // between startDirect and finishDirect (issueMutex held)
 };
 
 }  // namespace

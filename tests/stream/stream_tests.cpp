@@ -164,6 +164,45 @@ TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread
   EXPECT_NE(never.thread, std::this_thread::get_id());
 }
 
+// Completed records are retired by the thread that submits to their queue, once enough of them
+// wait (Completion::retireOnSubmit), in either issue mode: the submitter made their submissions,
+// timepoints and semaphore references, which then stay on its core. Rounds of 64 signals on one
+// queue, each round waited for on the host before the next: the records of a round are complete
+// when the next round's submits look at them. The values are all reached, in order.
+TEST_P(StreamBackendTest, CompletedRecordsAreRetiredOnTheSubmittingThread) {
+  struct Reset {
+    ~Reset() { baton::stream::resetIssueMode(); }
+  } reset;
+  auto s = makeSemaphore("retired");
+  uint64_t v = 0;
+  for (baton::stream::IssueMode mode :
+       {baton::stream::IssueMode::Direct, baton::stream::IssueMode::IssuingThread}) {
+    baton::stream::setIssueMode(mode);
+    const baton::stream::Stats before = baton::stream::stats();
+    for (int round = 0; round < 20; ++round) {
+      for (int i = 0; i < 64; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*s, ++v}}));
+      ASSERT_OK(s->wait(v, kLongNs));
+    }
+    ASSERT_OK(device_->waitIdle());
+    const baton::stream::Stats after = baton::stream::stats();
+    const uint64_t records = after.recordsIssued - before.recordsIssued;
+    const uint64_t retired = after.retiredOnSubmit - before.retiredOnSubmit;
+    std::printf("%s: %llu of %llu records retired by the submitting thread\n",
+                mode == baton::stream::IssueMode::Direct ? "direct issue" : "issuing thread",
+                static_cast<unsigned long long>(retired), static_cast<unsigned long long>(records));
+    EXPECT_EQ(records, 20u * 64u);
+    if (std::getenv("BATON_STREAM_RETIRE_ON_SUBMIT") &&
+        std::getenv("BATON_STREAM_RETIRE_ON_SUBMIT")[0] == '0')
+      EXPECT_EQ(retired, 0u);
+    else
+      EXPECT_GE(retired, 64u) << "the submitting thread retired (almost) no records";
+    EXPECT_EQ(after.recordsInFlight, 0u);
+    uint64_t reached = 0;
+    ASSERT_OK(s->getValue(&reached));
+    EXPECT_EQ(reached, v);
+  }
+}
+
 TEST_P(StreamBackendTest, ADirectlyIssuedCallbackSubmitsToItsOwnQueue) {
   struct Nested {
     baton::Queue queue;
