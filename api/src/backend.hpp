@@ -306,10 +306,6 @@ class QueueImpl {
     return false;
   }
   virtual void finishDirect() {}
-  // Called on the submitting thread after each Queue::submit, without the core queue's lock and
-  // inside the submit's Notifier::Scope: for deferred work of the backend's own that is best
-  // done there (the stream backend retires completed records). Optional.
-  virtual void afterSubmit() {}
   // Blocks until everything issued so far has finished, or the deadline (Timeout).
   virtual Status waitIdle(Deadline deadline) = 0;
   // What native callbacks receive.

@@ -157,7 +157,6 @@ class Queue : public Object, private Waiter {
   // Whether the backend waits for `w` on the external semaphore its device imported (sets
   // w.external).
   bool waitExternally(Submission::Wait& w) const;
-  Status submitOne(std::unique_ptr<Submission> sub);  // submit() under the queue's lock
   void releaseLocked();
   bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) override;
 

@@ -102,25 +102,16 @@ void Queue::releaseLocked() {
 
 Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
   Notifier::Scope scope;
-  {
-    std::lock_guard<Mutex> lock(mutex_);
-    if (device_->lost()) return device_->lostStatus();
-    bool wasEmpty = held_.empty();
-    for (auto& sub : submissions) held_.push_back(std::move(sub));
-    if (wasEmpty) releaseLocked();
-  }
-  impl_->afterSubmit();
+  std::lock_guard<Mutex> lock(mutex_);
+  if (device_->lost()) return device_->lostStatus();
+  bool wasEmpty = held_.empty();
+  for (auto& sub : submissions) held_.push_back(std::move(sub));
+  if (wasEmpty) releaseLocked();
   return Status();
 }
 
 Status Queue::submit(std::unique_ptr<Submission> sub) {
   Notifier::Scope scope;
-  Status st = submitOne(std::move(sub));
-  impl_->afterSubmit();
-  return st;
-}
-
-Status Queue::submitOne(std::unique_ptr<Submission> sub) {
   std::unique_lock<Mutex> lock(mutex_);
   if (device_->lost()) return device_->lostStatus();
   if (!held_.empty()) {  // behind held submissions: in order

@@ -103,8 +103,8 @@ struct Stats {
   // Records that were to be published by the host, behind a submission with host calls, and were
   // published as timepoints of their events once nothing with host calls was ahead (only grows).
   uint64_t republished = 0;
-  // Records retired by the threads that submit to their queues, rather than by the queues'
-  // completion threads (impl/stream/completion.hpp, retireOnSubmit; only grows).
+  // Records retired by the threads that issued them directly (IssueMode), rather than by their
+  // queues' completion threads (impl/stream/completion.hpp, retireOnSubmit; only grows).
   uint64_t retiredOnSubmit = 0;
 };
 Stats stats() noexcept;

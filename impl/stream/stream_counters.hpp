@@ -41,7 +41,7 @@ enum Counter : size_t {
   kCompletionLooks,  // completion threads' looks at their oldest records (event queries)
   kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
   kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
-  kRetiredOnSubmit,  // records retired by submitting threads (Completion::retireOnSubmit)
+  kRetiredOnSubmit,  // records retired by direct issuers (Completion::retireOnSubmit)
   kCounterCount
 };
 

@@ -154,17 +154,6 @@ class StreamQueue final : public core::QueueImpl {
     return true;
   }
 
-  // After a submit (no lock held): retires completed records on the submitting thread (see
-  // Completion::retireOnSubmit). Not on baton's own threads, not inside a driver host function
-  // (no driver calls there), not inside a callback (a native callback's thread holds an
-  // issueMutex, and the records are the completion thread's to watch then).
-  void afterSubmit() override {
-    if (!gRetireOnSubmit || tInternalThread || tInsideHostFunction ||
-        core::CallbackScope::current() != nullptr)
-      return;
-    completion_->retireOnSubmit();
-  }
-
   void finishDirect() override {
     QueueShared& q = *q_;
     {
@@ -179,6 +168,8 @@ class StreamQueue final : public core::QueueImpl {
       Counters::add(kDirectIssued, 1);
     }
     q.issueMutex.unlock();
+    // The records this thread issued, once enough of them completed, it retires itself.
+    if (gRetireOnSubmit) completion_->retireOnSubmit();
   }
 
  private:
@@ -240,7 +231,7 @@ class StreamQueue final : public core::QueueImpl {
   }
 
   std::shared_ptr<QueueShared> q_;
-  std::shared_ptr<Completion> completion_;  // run by thread_; retireOnSubmit by submitters
+  std::shared_ptr<Completion> completion_;  // run by thread_; retireOnSubmit by direct issuers
   std::thread thread_;                      // completion
   Issue direct_;  // between startDirect and finishDirect (issueMutex held)
 };

@@ -64,9 +64,10 @@ constexpr size_t kEventStash = 16;
 // moved between the two threads at every submission.
 constexpr size_t kOutboxBatch = 32;
 constexpr uint64_t kOutboxMaxAgeNs = 100'000;
-// A submitting thread retires its queue's completed records itself (Completion::retireOnSubmit)
-// once this many wait in the queue's inbox, and then whenever half as many more arrived.
-// BATON_STREAM_RETIRE_ON_SUBMIT=0 leaves them all to the completion threads (for comparison).
+// A thread that issues directly retires its queue's completed records itself
+// (Completion::retireOnSubmit) once this many wait in the queue's inbox, and then whenever half
+// as many more arrived. BATON_STREAM_RETIRE_ON_SUBMIT=0 leaves them all to the completion
+// threads (for comparison).
 constexpr uint32_t kRetireBatch = 32;
 inline bool retireOnSubmitFromEnv() {
   const char* v = std::getenv("BATON_STREAM_RETIRE_ON_SUBMIT");
