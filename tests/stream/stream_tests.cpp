@@ -11,9 +11,9 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
-#include <chrono>
 #include <thread>
 
 #include "stream_backend.hpp"
