@@ -94,7 +94,8 @@ struct Stats {
   uint64_t directIssued = 0;
   uint64_t postedToIssuer = 0;
   // Times a completion thread parked with records in flight that nothing needed (it looks
-  // lazily, see impl/stream/completion.hpp), and its looks for completed records (only grow).
+  // lazily, see impl/stream/completion.hpp), and the looks for completed records, its own and
+  // those of direct issuers retiring their records (only grow).
   uint64_t lazyParks = 0;
   uint64_t completionLooks = 0;
   // Times a completion thread parked until a submission's host calls had run, instead of

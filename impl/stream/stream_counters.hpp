@@ -38,7 +38,7 @@ enum Counter : size_t {
   kDirectIssued,     // submissions issued by their submitting thread (see Stats::directIssued)
   kPosted,           // submissions posted to an issuing thread
   kLazyParks,        // completion threads parked with records in flight that nothing needed
-  kCompletionLooks,  // completion threads' looks at their oldest records (event queries)
+  kCompletionLooks,  // looks for completed records (completion threads, retireOnSubmit)
   kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
   kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
   kRetiredOnSubmit,  // records retired by direct issuers (Completion::retireOnSubmit)
