@@ -571,8 +571,10 @@ void rawRound(const std::vector<RawEvent>& a, const std::vector<RawEvent>& b, in
 // The raw live ping-pong with its driver calls made by a second thread, to which this thread
 // hands each round through a ring of slots: the floor of any design that issues on a thread of
 // its own (baton's device issuing thread), with no bookkeeping at all. Returns the wall time
-// in ns from the first hand-off until the last event completed.
-double rawHandoff(const std::vector<RawEvent>& la, const std::vector<RawEvent>& lb) {
+// in ns from the first hand-off until the last event completed. With `driverNs`, the second
+// thread also times its driver calls (two clock reads a round) and adds the ns to it.
+double rawHandoff(const std::vector<RawEvent>& la, const std::vector<RawEvent>& lb,
+                  double* driverNs = nullptr) {
   struct alignas(64) Slot {
     std::atomic<int> round{-1};
   };
@@ -586,7 +588,13 @@ double rawHandoff(const std::vector<RawEvent>& la, const std::vector<RawEvent>& 
       Slot& slot = slots[i % 64];
       while (slot.round.load(std::memory_order_acquire) != i) {
       }
-      rawRound(la, lb, i);
+      if (driverNs) {
+        auto t = Clock::now();
+        rawRound(la, lb, i);
+        *driverNs += nsSince(t);
+      } else {
+        rawRound(la, lb, i);
+      }
       slot.round.store(-1, std::memory_order_release);
     }
   });
@@ -728,6 +736,42 @@ void benchPingPong() {
       "    records retired by the submitting thread: %llu of %llu (the rest by the "
       "completion threads)\n",
       static_cast<unsigned long long>(retiredOnSubmit), static_cast<unsigned long long>(records));
+
+  // Where the issuing thread's time goes: a few more repetitions with its timing on
+  // (setIssueTiming), after the figures above so as not to slow them, beside the raw calls made
+  // by a second thread timed the same way (a clock read before and after the calls).
+  const int kTimedReps = std::max(1, kReps / 4);
+  baton::stream::setIssueTiming(true);
+  const baton::stream::Stats tb = baton::stream::stats();
+  for (int rep = 0; rep < kTimedReps; ++rep) {
+    for (int i = 0; i < kLive; ++i) {
+      BATON_OK(submit(env.q[0], {{t, tv}}, {}, {{s, ++sv}}));
+      BATON_OK(submit(env.q[1], {{s, sv}}, {}, {{t, ++tv}}));
+    }
+    BATON_OK(t.wait(tv, UINT64_MAX));
+  }
+  baton::stream::setIssueTiming(false);
+  const baton::stream::Stats ta = baton::stream::stats();
+  double rawDriverNs = 0;
+  for (int rep = 0; rep < kTimedReps; ++rep) {
+    std::vector<RawEvent> la = makeEvents(kLive), lb = makeEvents(kLive);
+    rawHandoff(la, lb, &rawDriverNs);
+    destroyEvents(la);
+    destroyEvents(lb);
+  }
+  const double issued = static_cast<double>(ta.issueTimed - tb.issueTimed);
+  if (issued > 0) {
+    std::printf(
+        "    issuing thread, timed (%d more reps): %.0f ns busy per submission, of which %.0f ns "
+        "in %.1f driver calls; raw's 2nd thread: %.0f ns of driver calls per submission (2 "
+        "calls)\n",
+        kTimedReps, (ta.issueBusyNs - tb.issueBusyNs) / issued,
+        (ta.issueDriverNs - tb.issueDriverNs) / issued,
+        (ta.issueDriverCalls - tb.issueDriverCalls) / issued,
+        rawDriverNs / (2.0 * kTimedReps * kLive));
+  } else {
+    std::printf("    issuing thread, timed: no submission reached it (all issued directly)\n");
+  }
   destroyEvents(ea);
   destroyEvents(eb);
 }

@@ -163,13 +163,15 @@ class IssueThread {
   // One pass over a queue: resume, deferred submissions, then released ones, as long as they
   // are ready; then the queue's end, when it is going.
   void serve(QueueShared& q, bool* worked, bool* waiting) {
+    const bool timed = gIssueTiming.load(std::memory_order_relaxed);
+    const uint64_t passStart = timed ? core::nowNs() : 0;
     const bool resume = q.resumePending.load(std::memory_order_acquire);
     Issue* next = q.peekIssue();
     bool issued = false;
     if (next || resume || q.suspended) {
       core::Notifier::Scope scope;  // declared first: it drains after the lock is released
       std::lock_guard<core::Mutex> lock(q.issueMutex);
-      Issuer issuer(q, &issuer_->contextCurrent);
+      Issuer issuer(q, &issuer_->contextCurrent, timed);
       if (resume && q.resumePending.exchange(false, std::memory_order_acq_rel)) {
         if (q.continuation) issuer.resume();
         issued = true;
@@ -212,6 +214,8 @@ class IssueThread {
       std::lock_guard<core::Mutex> lock(q.issueMutex);
       q.flushOutbox();
     }
+    if (timed && issued) [[unlikely]]
+      Counters::add(kIssueBusyNs, core::nowNs() - passStart);
     if (q.stop.load(std::memory_order_acquire) && !q.drained.load(std::memory_order_relaxed) &&
         finished(q)) {
       unregister(q);

@@ -46,13 +46,18 @@ namespace {
 class Issuer {
  public:
   // `contextCurrent`: whether the device's context is current on the calling thread (the
-  // issuing thread's DeviceIssuer::contextCurrent, or a direct issue's ContextScope).
-  Issuer(QueueShared& q, bool* contextCurrent) : q_(q), d_(q.driver), current_(contextCurrent) {}
+  // issuing thread's DeviceIssuer::contextCurrent, or a direct issue's ContextScope). `timed`:
+  // count the submissions started and time the driver calls (the issuing thread, while
+  // setIssueTiming is on).
+  Issuer(QueueShared& q, bool* contextCurrent, bool timed = false)
+      : q_(q), d_(q.driver), current_(contextCurrent), timed_(timed) {}
   // Only for hostCallFailure (the completion thread).
   explicit Issuer(QueueShared& q) : q_(q), d_(q.driver), current_(nullptr) {}
 
   void start(Issue&& e) {
     core::trace::issueBegin(e.submission->traceId);
+    if (timed_) [[unlikely]]
+      Counters::add(kIssueTimed, 1);
     Record rec;
     rec.submission = std::move(e.submission);
     rec.published = std::move(e.timepoint);
@@ -177,7 +182,7 @@ class Issuer {
   Status recordEvent(Ref<StreamTimepoint>* out, bool gated = false) {
     void* event = nullptr;
     BATON_TRY(q_.takeEvent(q_.eventStash, &event));
-    Status st = d_.eventRecord(event, q_.stream);
+    Status st = driverCall([&] { return d_.eventRecord(event, q_.stream); });
     if (!st.ok()) {
       q_.device->pool.release(event);
       return st;
@@ -203,7 +208,7 @@ class Issuer {
     Status rs;
     const bool atRelease = st.ok() && rec.published;  // its timepoint is already published
     if (atRelease) {
-      rs = d_.eventRecord(rec.published->event(), q_.stream);
+      rs = driverCall([&] { return d_.eventRecord(rec.published->event(), q_.stream); });
       if (rs.ok()) rec.timepoint = std::move(rec.published);
     } else {
       rs = recordEvent(&rec.timepoint, rec.externalWaits);
@@ -293,7 +298,7 @@ class Issuer {
         continue;  // completed: nothing to wait for
       }
       if (tp->stream() == q_.stream) continue;  // recorded earlier on this in-order stream
-      BATON_TRY(d_.streamWaitEvent(q_.stream, tp->event()));
+      BATON_TRY(driverCall([&] { return d_.streamWaitEvent(q_.stream, tp->event()); }));
     }
     return Status();
   }
@@ -380,20 +385,25 @@ class Issuer {
         if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
       switch (c.kind) {
         case core::Command::Kind::Copy:
-          BATON_TRY(d_.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,
-                                   c.src->allocation.deviceAddress + c.srcOffset, c.size,
-                                   q_.stream));
+          BATON_TRY(driverCall([&] {
+            return d_.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,
+                                  c.src->allocation.deviceAddress + c.srcOffset, c.size, q_.stream);
+          }));
           break;
         case core::Command::Kind::Fill:
-          BATON_TRY(d_.memsetD32Async(c.dst->allocation.deviceAddress + c.dstOffset, c.pattern,
-                                      c.size / 4, q_.stream));
+          BATON_TRY(driverCall([&] {
+            return d_.memsetD32Async(c.dst->allocation.deviceAddress + c.dstOffset, c.pattern,
+                                     c.size / 4, q_.stream);
+          }));
           break;
         case core::Command::Kind::Update:
           // The data lives in the command list, which the record keeps until the event
           // completes. Updates are at most kMaxUpdateSize (64 KiB): the driver stages pageable
           // copies that small without waiting for the stream.
-          BATON_TRY(d_.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset, c.data.data(),
-                                       c.size, q_.stream));
+          BATON_TRY(driverCall([&] {
+            return d_.memcpyHtoDAsync(c.dst->allocation.deviceAddress + c.dstOffset, c.data.data(),
+                                      c.size, q_.stream);
+          }));
           break;
         case core::Command::Kind::HostCall: {
           rec.hostCalls->calls.push_back({rec.hostCalls.get(), c.hostCallback, c.userData});
@@ -454,9 +464,22 @@ class Issuer {
     q_.submissionsDone(1);
   }
 
+  // A driver call, timed into Stats::issueDriverNs when timed_.
+  template <class Call>
+  Status driverCall(Call&& call) {
+    if (!timed_) [[likely]]
+      return call();
+    const uint64_t start = core::nowNs();
+    Status st = call();
+    Counters::add(kIssueDriverNs, core::nowNs() - start);
+    Counters::add(kIssueDriverCalls, 1);
+    return st;
+  }
+
   QueueShared& q_;
   const DriverTable& d_;
   bool* current_;
+  const bool timed_ = false;
 };
 
 }  // namespace

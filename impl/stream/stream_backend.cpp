@@ -57,8 +57,14 @@ Stats stats() noexcept {
   s.hostCallParks = c[kHostCallParks];
   s.republished = c[kRepublished];
   s.retiredOnSubmit = c[kRetiredOnSubmit];
+  s.issueTimed = c[kIssueTimed];
+  s.issueBusyNs = c[kIssueBusyNs];
+  s.issueDriverCalls = c[kIssueDriverCalls];
+  s.issueDriverNs = c[kIssueDriverNs];
   return s;
 }
+
+void setIssueTiming(bool on) noexcept { gIssueTiming.store(on, std::memory_order_relaxed); }
 
 void setIssueMode(IssueMode mode) noexcept { gIssueMode.store(mode, std::memory_order_relaxed); }
 

@@ -107,8 +107,23 @@ struct Stats {
   // Records retired by the threads that issued them directly (IssueMode), rather than by their
   // queues' completion threads (impl/stream/completion.hpp, retireOnSubmit; only grows).
   uint64_t retiredOnSubmit = 0;
+  // Only while setIssueTiming(true), and only on the devices' issuing threads (only grow):
+  // submissions they started, the time spent in their passes over a queue that issued something
+  // (taking the submissions, the bookkeeping, the driver calls, handing the records over), and
+  // the driver calls among that time (GPU-side waits, commands, event records; native callbacks
+  // and host-call launches excluded) with the time spent in them. Each timed span costs two clock
+  // reads (steady_clock), which the figures include.
+  uint64_t issueTimed = 0;
+  uint64_t issueBusyNs = 0;
+  uint64_t issueDriverCalls = 0;
+  uint64_t issueDriverNs = 0;
 };
 Stats stats() noexcept;
+
+// Makes the devices' issuing threads time their work into Stats::issueTimed and the fields after
+// it, from their next pass over their queues; off by default. For benchmarks: it shows what an
+// issuing thread spends per submission in driver calls and in the rest. Thread safe.
+void setIssueTiming(bool on) noexcept;
 
 // How submissions reach the driver, process-wide (for benchmarks and tests comparing the designs
 // in one process; BATON_STREAM_DIRECT_ISSUE sets the default, see stream_tuning.hpp): a

@@ -42,6 +42,11 @@ enum Counter : size_t {
   kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
   kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
   kRetiredOnSubmit,  // records retired by direct issuers (Completion::retireOnSubmit)
+  // Issue timing (setIssueTiming; see Stats::issueTimed): counted by the issuing threads only.
+  kIssueTimed,        // submissions started
+  kIssueBusyNs,       // in passes over a queue that issued
+  kIssueDriverCalls,  // waits, commands and event records
+  kIssueDriverNs,     // in those calls
   kCounterCount
 };
 
@@ -118,6 +123,9 @@ class Counters {
 };
 
 std::atomic<uint64_t> gEventsCreated{0};
+
+// Whether the devices' issuing threads time their work (setIssueTiming). Read once per pass.
+std::atomic<bool> gIssueTiming{false};
 
 }  // namespace
 }  // namespace baton::stream

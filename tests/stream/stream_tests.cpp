@@ -223,6 +223,78 @@ TEST_P(StreamBackendTest, CompletedRecordsAreRetiredOnTheSubmittingThread) {
   }
 }
 
+// setIssueTiming (for benchmarks): while on, the device's issuing thread counts the submissions
+// it starts and times its passes and its driver calls; while off, it counts nothing.
+TEST_P(StreamBackendTest, IssueTimingCountsOnlyWhileOnAndOnlyTheIssuingThread) {
+  struct Reset {
+    ~Reset() {
+      baton::stream::setIssueTiming(false);
+      baton::stream::resetIssueMode();
+    }
+  } reset;
+  auto s = makeSemaphore("timed");
+  auto t = makeSemaphore("timed-other");
+  uint64_t v = 0, w = 0;
+  auto run = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      // a GPU-side wait for the other queue's signal, then a signal: two driver calls or more
+      ASSERT_OK(submit(
+          queue(0),
+          w ? std::vector<baton::SemaphoreValue>{{*t, w}} : std::vector<baton::SemaphoreValue>{},
+          {}, {{*s, ++v}}));
+      ASSERT_OK(submit(queue(1), {{*s, v}}, {}, {{*t, ++w}}));
+    }
+    ASSERT_OK(t->wait(w, UINT64_MAX));
+    ASSERT_OK(device_->waitIdle());
+  };
+  baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread);
+  const baton::stream::Stats off0 = baton::stream::stats();
+  run(50);
+  const baton::stream::Stats off1 = baton::stream::stats();
+  EXPECT_EQ(off1.issueTimed, off0.issueTimed);
+  EXPECT_EQ(off1.issueDriverCalls, off0.issueDriverCalls);
+  EXPECT_EQ(off1.issueBusyNs, off0.issueBusyNs);
+
+  baton::stream::setIssueTiming(true);
+  run(50);
+  baton::stream::setIssueTiming(false);
+  const baton::stream::Stats on = baton::stream::stats();
+  const uint64_t timed = on.issueTimed - off1.issueTimed;
+  const uint64_t calls = on.issueDriverCalls - off1.issueDriverCalls;
+  const uint64_t busy = on.issueBusyNs - off1.issueBusyNs;
+  const uint64_t driver = on.issueDriverNs - off1.issueDriverNs;
+  std::printf("timed: %llu submissions, %llu driver calls, %llu ns busy, %llu ns in the driver\n",
+              static_cast<unsigned long long>(timed), static_cast<unsigned long long>(calls),
+              static_cast<unsigned long long>(busy), static_cast<unsigned long long>(driver));
+  // Every submission went to the issuing thread; the first pass of the loop may still have been
+  // untimed when setIssueTiming(true) returned (it is read once per pass).
+  EXPECT_GE(timed, 98u);
+  EXPECT_LE(timed, 100u);
+  // Each records an event; all but the first of queue 1's wait GPU-side, unless the wait was
+  // reached by the time it was issued.
+  EXPECT_GE(calls, timed);
+  EXPECT_LE(calls, 2 * timed);
+  EXPECT_GT(driver, 0u);
+  EXPECT_GE(busy, driver);
+
+  // Direct issue: the submitting thread issues, and is not timed.
+  baton::stream::setIssueMode(baton::stream::IssueMode::Direct);
+  baton::stream::setIssueTiming(true);
+  const baton::stream::Stats d0 = baton::stream::stats();
+  run(20);
+  const baton::stream::Stats d1 = baton::stream::stats();
+  const uint64_t posted = d1.postedToIssuer - d0.postedToIssuer;
+  const uint64_t timedDirect = d1.issueTimed - d0.issueTimed;
+  std::printf("direct issue: %llu of 40 submissions posted to the issuing thread, %llu timed\n",
+              static_cast<unsigned long long>(posted),
+              static_cast<unsigned long long>(timedDirect));
+  // Only what was posted to the issuing thread is timed (a pass that began before the switch may
+  // take one submission per queue untimed).
+  EXPECT_LE(timedDirect, posted);
+  EXPECT_GE(timedDirect + 2, posted);
+  EXPECT_LT(posted, 40u) << "direct issue posted every submission";
+}
+
 TEST_P(StreamBackendTest, ADirectlyIssuedCallbackSubmitsToItsOwnQueue) {
   struct Nested {
     baton::Queue queue;
