@@ -687,16 +687,20 @@ void benchPingPong() {
   double cpuOurs = 0, cpuRaw = 0;  // CPU time of the whole process (baton: with its threads)
   sampler::ThreadCpu oursByThread, rawByThread;
   uint64_t records = 0, retiredOnSubmit = 0;  // of the live loops (not the serial floor's)
-  for (int rep = 0; rep < kReps; ++rep) {
-    const baton::stream::Stats before = baton::stream::stats();
-    oursByThread.begin();
-    double c0 = cpuSeconds();
-    auto t0 = Clock::now();
+  // The live loop: kLive round trips submitted back to back, then a host wait for the last.
+  auto live = [&] {
     for (int i = 0; i < kLive; ++i) {
       BATON_OK(submit(env.q[0], {{t, tv}}, {}, {{s, ++sv}}));
       BATON_OK(submit(env.q[1], {{s, sv}}, {}, {{t, ++tv}}));
     }
     BATON_OK(t.wait(tv, UINT64_MAX));
+  };
+  for (int rep = 0; rep < kReps; ++rep) {
+    const baton::stream::Stats before = baton::stream::stats();
+    oursByThread.begin();
+    double c0 = cpuSeconds();
+    auto t0 = Clock::now();
+    live();
     ours.push_back(nsSince(t0) / 1e3 / kLive);
     cpuOurs += cpuSeconds() - c0;
     oursByThread.end();
@@ -743,13 +747,7 @@ void benchPingPong() {
   const int kTimedReps = std::max(1, kReps / 4);
   baton::stream::setIssueTiming(true);
   const baton::stream::Stats tb = baton::stream::stats();
-  for (int rep = 0; rep < kTimedReps; ++rep) {
-    for (int i = 0; i < kLive; ++i) {
-      BATON_OK(submit(env.q[0], {{t, tv}}, {}, {{s, ++sv}}));
-      BATON_OK(submit(env.q[1], {{s, sv}}, {}, {{t, ++tv}}));
-    }
-    BATON_OK(t.wait(tv, UINT64_MAX));
-  }
+  for (int rep = 0; rep < kTimedReps; ++rep) live();
   baton::stream::setIssueTiming(false);
   const baton::stream::Stats ta = baton::stream::stats();
   double rawDriverNs = 0;
