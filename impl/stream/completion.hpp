@@ -495,6 +495,16 @@ class Completion {
   void finish(size_t n) {
     uint64_t submissions = 0, ops = 0;
     bool resume = false;
+    // What this batch writes was last written on other cores: the timepoints' counts and states
+    // (the submitting thread made them, the issuing thread recorded them), the submissions (the
+    // submitting thread). Their lines are requested for all records first, so that the misses
+    // overlap instead of stalling the loops below one record at a time; the waited timepoints,
+    // found through the submissions, once those have arrived. Sampled on the H100 in the live
+    // ping-pong, 21% of this thread's samples fell on one instruction: the decrement of a waited
+    // timepoint's count as its submission was destroyed. With the prefetches, 4 runs alternating
+    // with the same build without them: completion threads' CPU per round trip 0.9-1.1 us
+    // against 1.0-1.2, and per bench/cuda/frame_bench frame 52.7-60.1 against 58.1-71.3 us.
+    for (size_t i = 0; i < n; ++i) prefetchRecord(inflight_[i]);
     for (size_t i = 0; i < n; ++i) ops += inflight_[i].ops;
     if (core::trace::on())  // the trace's "completed as observed", before the signals go out
       for (size_t i = 0; i < n; ++i)
@@ -516,6 +526,7 @@ class Completion {
           break;
         }
       for (size_t i = 0; i < n; ++i) inflight_[i].timepoint->complete(Status());
+      for (size_t i = 0; i < n; ++i) prefetchWaited(inflight_[i]);
       // Signals published as timepoints are already visible (a query of their event sees them
       // complete): reach them in any order, once per semaphore with its highest value — one
       // update of each semaphore's pending list instead of one per record, which matters when
@@ -574,6 +585,25 @@ class Completion {
       q_->resumePending.store(true, std::memory_order_seq_cst);
       q_->wakeIssuer();
     }
+  }
+
+  // finish's prefetches (see there): the record's timepoint (its count, and the line of its
+  // state) and its submission's first lines (its waits and signals).
+  static void prefetchRecord(const Record& r) {
+    if (const StreamTimepoint* tp = r.timepoint.get()) {
+      core::prefetchForWrite(tp);
+      core::prefetchForWrite(tp->issueLine());
+    }
+    if (const core::Submission* sub = r.submission.get())
+      for (size_t line = 0; line < 3 * 64; line += 64)
+        core::prefetchForWrite(reinterpret_cast<const char*>(sub) + line);
+  }
+  // The counts of the timepoints the record's submission waited for: it drops them when it is
+  // destroyed, often as their last reference.
+  static void prefetchWaited(const Record& r) {
+    if (const core::Submission* sub = r.submission.get())
+      for (const core::Submission::Wait& w : sub->waits)
+        if (w.timepoint) core::prefetchForWrite(w.timepoint.get());
   }
 
   // Merges a signal into reach_ (its semaphore's highest value so far). Returns true when it
