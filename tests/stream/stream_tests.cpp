@@ -168,16 +168,20 @@ TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread
 // Completed records are retired by the thread that issued them directly, once enough of them
 // wait (Completion::retireOnSubmit): that thread made their submissions, timepoints and semaphore
 // references, which then stay on its core. Records of the issuing thread are the completion
-// thread's. Rounds of 24 signals on one queue, each round seen complete with getValue (which
-// queries the events itself: a sleeping host wait would make the completion thread watch, and
-// take the records) before the next: the earlier rounds' records are complete when a later
-// round's submits look at them. The completion thread may still take some at its lazy looks, so
-// direct issue runs until 64 were retired on submit (at most 200 rounds). The values are all
-// reached, in order, either way.
+// thread's. Rounds of kPerRound signals on one queue, each round seen complete with getValue
+// (which queries the events itself: a sleeping host wait would make the completion thread watch,
+// and take the records) before the next: the earlier rounds' records are complete when a later
+// round's submits look at them. A round holds more records than the first retirement waits for
+// (kRetireBatch, 32), so each round can retire some on its own. The completion thread may still
+// take them first at its lazy looks, more often when the machine is slow (under ThreadSanitizer on
+// a loaded CI machine, 200 rounds of 24 once retired only 48), so direct issue runs until 64 were
+// retired on submit, for at most 2000 rounds (each a few milliseconds at worst). The values are
+// all reached, in order, either way.
 TEST_P(StreamBackendTest, CompletedRecordsAreRetiredOnTheSubmittingThread) {
   struct Reset {
     ~Reset() { baton::stream::resetIssueMode(); }
   } reset;
+  constexpr int kPerRound = 40;
   auto s = makeSemaphore("retired");
   uint64_t v = 0;
   const char* env = std::getenv("BATON_STREAM_RETIRE_ON_SUBMIT");
@@ -189,8 +193,8 @@ TEST_P(StreamBackendTest, CompletedRecordsAreRetiredOnTheSubmittingThread) {
     const baton::stream::Stats before = baton::stream::stats();
     uint64_t retired = 0;
     int rounds = 0;
-    for (; rounds < (direct && !off ? 200 : 20); ++rounds) {
-      for (int i = 0; i < 24; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*s, ++v}}));
+    for (; rounds < (direct && !off ? 2000 : 20); ++rounds) {
+      for (int i = 0; i < kPerRound; ++i) ASSERT_OK(submit(queue(0), {}, {}, {{*s, ++v}}));
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
       for (uint64_t reached = 0; reached < v;) {
         ASSERT_OK(s->getValue(&reached));
@@ -211,7 +215,7 @@ TEST_P(StreamBackendTest, CompletedRecordsAreRetiredOnTheSubmittingThread) {
                 direct ? "direct issue" : "issuing thread",
                 static_cast<unsigned long long>(retired), static_cast<unsigned long long>(records),
                 rounds);
-    EXPECT_EQ(records, 24u * static_cast<uint64_t>(rounds));
+    EXPECT_EQ(records, uint64_t{kPerRound} * static_cast<uint64_t>(rounds));
     if (!direct || off)
       EXPECT_EQ(retired, 0u);
     else
