@@ -21,6 +21,11 @@
 //             queue 1's last signal and signals s, queue 1 waits for s and signals t
 //   live      pingpong timed end to end (1000 round trips, then a host wait for the last
 //             signal): the pace of the slower of the submitting and the issuing thread
+//   levels    live, 40 rounds of 1000 round trips, printing the spread of the rounds: the pace
+//             (ns per submission, until the host saw the last signal), the submitting loop's own
+//             pace, and how far the issuing thread trailed at the loop's end (the host wait). On
+//             the H100 test machine the pace sits at about 0.5 or 0.9-1.0 us per submission,
+//             switching from one process or period to the next with the same code (issue 16)
 //   raw       (cuda) live's raw driver calls on this thread, no baton: bench/cuda's raw event
 //             ping-pong, printed per pair of calls (one submission's worth)
 //   bursts    a frame loop's shape (bench/cuda/frame_bench): bursts of 64 submissions (32 steps
@@ -42,12 +47,13 @@
 //   SAMPLE=/tmp/p.txt build/bench/submit_micro cuda pingpong 3000000
 //   bench/symbolize.py /tmp/p.txt 40
 //
-// Usage: submit_micro <host|cuda> <reached|covered|pingpong|live|raw|bursts>
+// Usage: submit_micro <host|cuda> <reached|covered|pingpong|live|levels|raw|bursts>
 //        [submits, default 200000] [bursts: gap in µs, default 300]
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <time.h>
 
+#include <algorithm>
 #include <baton/baton.hpp>
 #include <chrono>
 #include <cstdio>
@@ -159,7 +165,8 @@ double processCpuNs() {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s <host|cuda> <reached|covered|pingpong|live|raw|bursts> [submits] "
+                 "usage: %s <host|cuda> <reached|covered|pingpong|live|levels|raw|bursts> "
+                 "[submits] "
                  "[gap us]\n",
                  argv[0]);
     return 2;
@@ -265,6 +272,28 @@ int main(int argc, char** argv) {
       CHECK(t->wait(signalT.value, UINT64_MAX));
       ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
     }
+  } else if (scenario == "levels") {
+    constexpr int kRounds = 40;
+    std::vector<double> pace, loop, trail;
+    for (int r = 0; r < kRounds; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (long i = 0; i < 1000; ++i) done += roundTrip();
+      const auto t1 = std::chrono::steady_clock::now();
+      CHECK(t->wait(signalT.value, UINT64_MAX));
+      const auto t2 = std::chrono::steady_clock::now();
+      pace.push_back(std::chrono::duration<double, std::nano>(t2 - t0).count() / 2000);
+      loop.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / 2000);
+      trail.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+      ns += std::chrono::duration<double, std::nano>(t2 - t0).count();
+    }
+    for (std::vector<double>* v : {&pace, &loop, &trail}) std::sort(v->begin(), v->end());
+    auto at = [](const std::vector<double>& v, int p) { return v[v.size() * p / 100]; };
+    std::printf(
+        "levels: %d rounds of 1000 round trips; pace p10 %.0f, median %.0f, p90 %.0f ns per "
+        "submission; submitting loop median %.0f ns; issuing thread behind at the loop's end: "
+        "median %.0f us (p90 %.0f)\n",
+        kRounds, at(pace, 10), at(pace, 50), at(pace, 90), at(loop, 50), at(trail, 50),
+        at(trail, 90));
   } else if (scenario == "bursts") {
     constexpr long kBurst = 64;
     const long gapUs = argc > 4 ? std::atol(argv[4]) : 300;

@@ -97,6 +97,12 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+// The p-th percentile (0-100) of v, nearest rank.
+double percentile(std::vector<double> v, int p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, v.size() * static_cast<size_t>(p) / 100)];
+}
 int scale() {
   const char* s = std::getenv("BATON_BENCH_SCALE");
   int v = s ? std::atoi(s) : 1;
@@ -731,6 +737,15 @@ void benchPingPong() {
       "(raw vs raw: the same calls handed over a round at a time, as to an issuing thread)");
   row("  raw + scheduler, one thread", median(serial), median(raw), "us",
       "(raw calls + the 2 submissions held in the core, in series: issuing on the caller)");
+  // The spread of the repetitions: on the H100 test machine the issuing thread's cost per
+  // submission switches between two levels (about 0.5 and 0.9-1.0 us) from one process or period
+  // to the next, with the same code (issue 16), which moves the ratio above between ~1.1x and
+  // ~1.9x; the spread shows which level (or both) a run saw.
+  std::printf(
+      "    live reps, us per round trip: baton p10 %.3f, median %.3f, p90 %.3f; raw p10 %.3f, "
+      "median %.3f, p90 %.3f\n",
+      percentile(ours, 10), median(ours), percentile(ours, 90), percentile(raw, 10), median(raw),
+      percentile(raw, 90));
   const double rounds = static_cast<double>(kReps) * kLive;
   row("  CPU time per live round trip", cpuOurs * 1e6 / rounds, cpuRaw * 1e6 / rounds, "us",
       "(process: baton counts its completion threads too)");
