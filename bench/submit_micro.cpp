@@ -21,9 +21,10 @@
 //             queue 1's last signal and signals s, queue 1 waits for s and signals t
 //   live      pingpong timed end to end (1000 round trips, then a host wait for the last
 //             signal): the pace of the slower of the submitting and the issuing thread
-//   levels    live, 40 rounds of 1000 round trips, printing the spread of the rounds: the pace
-//             (ns per submission, until the host saw the last signal), the submitting loop's own
-//             pace, and how far the issuing thread trailed at the loop's end (the host wait). On
+//   levels    live, 40 rounds of 1000 round trips (whatever [submits] says), printing the
+//             spread of the rounds: the pace (ns per submission, until the host saw the last
+//             signal), the submitting loop's own pace, and how far the issuing thread trailed at
+//             the loop's end (the host wait). On
 //             the H100 test machine the pace sits at about 0.5 or 0.9-1.0 us per submission,
 //             switching from one process or period to the next with the same code (issue 16)
 //   raw       (cuda) live's raw driver calls on this thread, no baton: bench/cuda's raw event
@@ -166,8 +167,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s <host|cuda> <reached|covered|pingpong|live|levels|raw|bursts> "
-                 "[submits] "
-                 "[gap us]\n",
+                 "[submits] [gap us]\n",
                  argv[0]);
     return 2;
   }
