@@ -73,6 +73,8 @@ TEST_F(BadInputTest, NullObjectHandles) {
                   Result::ErrorInvalidHandle, "device", "null");
   EXPECT_REJECTED("device.waitIdle.null-handle", Device().waitIdle(0), Result::ErrorInvalidHandle,
                   "device", "null");
+  EXPECT_REJECTED("device.setHostWaitSpin.null-handle", Device().setHostWaitSpin(0),
+                  Result::ErrorInvalidHandle, "device", "null");
   EXPECT_REJECTED("device.destroy.null-handle", Device().destroy(), Result::ErrorInvalidHandle,
                   "device", "null");
   EXPECT_REJECTED("instance.createSemaphore.null-handle", Instance().createSemaphore({}, nullptr),
@@ -207,6 +209,8 @@ TEST_F(BadInputTest, DestroyedHandles) {
                   Result::ErrorInvalidHandle, "command buffer", "destroyed");
   EXPECT_REJECTED("device.waitIdle.destroyed-handle", d.waitIdle(0), Result::ErrorInvalidHandle,
                   "device", "destroyed");
+  EXPECT_REJECTED("device.setHostWaitSpin.destroyed-handle", d.setHostWaitSpin(0),
+                  Result::ErrorInvalidHandle, "device", "destroyed");
   EXPECT_REJECTED("device.destroy.destroyed-handle", d.destroy(), Result::ErrorInvalidHandle,
                   "device", "destroyed");
   EXPECT_REJECTED("queue.submit.queue-of-destroyed-device", q.submit({}),

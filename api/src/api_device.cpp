@@ -71,6 +71,17 @@ Result Device::getQueueCount(uint32_t* count) const noexcept {
   });
 }
 
+Result Device::setHostWaitSpin(uint64_t spinNs) const noexcept {
+  return entry("Device::setHostWaitSpin", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    dev->impl()->setHostWaitSpin(spinNs);
+    return Status();
+  });
+}
+
 Result Device::getPhysicalDevice(PhysicalDevice* physicalDevice) const noexcept {
   return entry("Device::getPhysicalDevice", [&](const core::Instance*& owner) -> Status {
     Status st;

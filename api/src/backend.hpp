@@ -321,6 +321,11 @@ class DeviceImpl {
   // Frees memory of allocate() or of an executed Alloca.
   virtual void free(const Allocation& allocation) = 0;
 
+  // Device::setHostWaitSpin: how long a host wait for one of this device's recorded signals
+  // spins before it sleeps (kHostWaitSpinForever: the whole wait). Thread safe. A backend whose
+  // waiters never spin ignores it.
+  virtual void setHostWaitSpin(uint64_t spinNs) { (void)spinNs; }
+
   // Native interop. Whether this device imports OPAQUE_FD timeline semaphores and memory; the
   // import calls below return ErrorNotSupported when it does not.
   virtual bool importsTimelineFd() const { return false; }

@@ -85,6 +85,8 @@ BATON_C_SAME_VALUE(BATON_MEMORY_KIND_DEVICE, baton::MemoryKind::Device);
 BATON_C_SAME_VALUE(BATON_MEMORY_KIND_HOST_PINNED, baton::MemoryKind::HostPinned);
 
 static_assert(BATON_WAIT_FOREVER == baton::kWaitForever);
+static_assert(BATON_HOST_WAIT_SPIN_DEFAULT_NS == baton::kHostWaitSpinDefaultNs);
+static_assert(BATON_HOST_WAIT_SPIN_FOREVER == baton::kHostWaitSpinForever);
 BATON_C_SAME_VALUE(BATON_MAX_WAIT_COUNT, baton::kMaxWaitCount);
 BATON_C_SAME_VALUE(BATON_MAX_QUEUES, baton::kMaxQueues);
 BATON_C_SAME_VALUE(BATON_MAX_SUBMIT_INFOS, baton::kMaxSubmitInfos);
@@ -336,6 +338,10 @@ baton_result baton_device_wait_semaphores(baton_device device, const baton_semap
                                           uint64_t timeout_ns) {
   return toC(toCpp<Device>(device).waitSemaphores(toCpp(waits, wait_count),
                                                   static_cast<baton::WaitMode>(mode), timeout_ns));
+}
+
+baton_result baton_device_set_host_wait_spin(baton_device device, uint64_t spin_ns) {
+  return toC(toCpp<Device>(device).setHostWaitSpin(spin_ns));
 }
 
 // ---- queue ------------------------------------------------------------------------------------

@@ -699,13 +699,26 @@ void runCuda(VulkanContext& vk, const Options& options) {
   const double wbCpu = (cpuUs() - c0) / options.wakeSamples;
   double wbVk = median(wakeBaton(e, vk, bridged, options.wakeSamples, true));
   row("host wake on CUDA signal, bridged", wb, wbVk, "vkWaitSemaphores on the same VkSemaphore");
+  // The same waits told to spin for as long as they last (Device::setHostWaitSpin), as raw's
+  // cuEventSynchronize does under the context's default scheduling: the spinning floor's peer.
+  batonOk(e.device.setHostWaitSpin(baton::kHostWaitSpinForever), "Device::setHostWaitSpin");
+  double wsn = kNone;
+  if (native.ok) wsn = median(wakeBaton(e, vk, native, options.wakeSamples, false));
+  c0 = cpuUs();
+  const double wsb = median(wakeBaton(e, vk, bridged, options.wakeSamples, false));
+  const double wsbCpu = (cpuUs() - c0) / options.wakeSamples;
+  batonOk(e.device.setHostWaitSpin(baton::kHostWaitSpinDefaultNs), "Device::setHostWaitSpin");
+  row("host wake, spinning waiter, native", wsn, floor,
+      "setHostWaitSpin(kHostWaitSpinForever); raw: CUDA event -> cuEventSynchronize");
+  row("host wake, spinning waiter, bridged", wsb, floor,
+      "setHostWaitSpin(kHostWaitSpinForever); raw: CUDA event -> cuEventSynchronize");
   std::printf(
       "  process CPU per host-wake sample (each waits ~%lld us before the gate opens): baton "
-      "bridged %.1f us, raw spinning %.1f us, raw blocking-sync %.1f us, raw host function %.1f "
-      "us\n",
+      "bridged %.1f us, baton bridged spinning %.1f us, raw spinning %.1f us, raw blocking-sync "
+      "%.1f us, raw host function %.1f us\n",
       static_cast<long long>(
           std::chrono::duration_cast<std::chrono::microseconds>(kSettle).count()),
-      wbCpu, floorCpu, sleepFloorCpu, hostFunctionCpu);
+      wbCpu, wsbCpu, floorCpu, sleepFloorCpu, hostFunctionCpu);
 
   // One direction at a time, GPU waiters (the host only spins to see the end).
   {
@@ -738,9 +751,10 @@ void runCuda(VulkanContext& vk, const Options& options) {
     const double ratio = pb / pr;
     std::printf(
         "targets (default mode, bridged): round trip / raw native %.2fx <= %.2fx: %s; host wake "
-        "%.1f us <= 4x the spinning floor (%.1f us): %s; the sleeping floor is %.1f us\n",
-        ratio, kRoundTripTarget, ratio <= kRoundTripTarget ? "met" : "NOT MET", wb, 4 * floor,
-        wb <= 4 * floor ? "met" : "NOT MET", sleepFloor);
+        "of a spinning waiter %.1f us <= 4x the spinning floor (%.1f us): %s; a sleeping waiter "
+        "%.1f us against the sleeping floor %.1f us (%.2fx)\n",
+        ratio, kRoundTripTarget, ratio <= kRoundTripTarget ? "met" : "NOT MET", wsb, 4 * floor,
+        wsb <= 4 * floor ? "met" : "NOT MET", wb, sleepFloor, wb / sleepFloor);
   }
   vkOk(vkQueueWaitIdle(vk.queue), "vkQueueWaitIdle");
   batonOk(e.device.waitIdle(kWakeTimeoutNs), "Device::waitIdle");

@@ -12,6 +12,7 @@
 // whose comment says why.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <utility>
 
@@ -19,6 +20,7 @@
 #include "event_pool.hpp"
 #include "stream_backend.hpp"
 #include "stream_driver.hpp"
+#include "stream_tuning.hpp"
 
 namespace baton::stream {
 namespace {
@@ -63,6 +65,10 @@ struct DeviceShared {
   DeviceConfig config;
   const DriverTable& driver;
   EventPool pool;
+  // Device::setHostWaitSpin: how long a host wait for one of this device's recorded signals
+  // spins on its event before it sleeps (StreamTimepoint::wait); baton::kHostWaitSpinForever
+  // spins for the whole wait. Read once per wait.
+  std::atomic<uint64_t> hostWaitSpinNs{kHostWaitSpinNs};
 };
 
 }  // namespace

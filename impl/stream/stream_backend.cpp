@@ -57,6 +57,8 @@ Stats stats() noexcept {
   s.hostCallParks = c[kHostCallParks];
   s.republished = c[kRepublished];
   s.retiredOnSubmit = c[kRetiredOnSubmit];
+  s.hostWaitSpins = c[kHostWaitSpins];
+  s.hostWaitSleeps = c[kHostWaitSleeps];
   s.issueTimed = c[kIssueTimed];
   s.issueBusyNs = c[kIssueBusyNs];
   s.issueDriverCalls = c[kIssueDriverCalls];

@@ -107,6 +107,12 @@ struct Stats {
   // Records retired by the threads that issued them directly (IssueMode), rather than by their
   // queues' completion threads (impl/stream/completion.hpp, retireOnSubmit; only grows).
   uint64_t retiredOnSubmit = 0;
+  // Host waits on a recorded device signal (StreamTimepoint::wait) that spun on its event, and
+  // host waits that slept until a queue's completion thread woke them: after a spin that ended
+  // first (Device::setHostWaitSpin), at once with a spin of 0, or on a signal that cannot be
+  // queried (behind host calls). Only grow.
+  uint64_t hostWaitSpins = 0;
+  uint64_t hostWaitSleeps = 0;
   // Only while setIssueTiming(true), and only on the devices' issuing threads (only grow):
   // submissions they started, the time spent in their passes over a queue that issued something
   // (taking the submissions, the bookkeeping, the driver calls, handing the records over), and

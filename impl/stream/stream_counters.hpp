@@ -42,6 +42,8 @@ enum Counter : size_t {
   kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
   kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
   kRetiredOnSubmit,  // records retired by direct issuers (Completion::retireOnSubmit)
+  kHostWaitSpins,    // host waits on a recorded event that spun on it (StreamTimepoint::wait)
+  kHostWaitSleeps,   // of those and the others, the waits that slept until a completion thread
   // Issue timing (setIssueTiming; see Stats::issueTimed): counted by the issuing threads only.
   kIssueTimed,        // submissions started
   kIssueBusyNs,       // in passes over a queue that issued

@@ -81,6 +81,10 @@ class StreamDevice final : public core::DeviceImpl {
 
   void free(const core::Allocation& allocation) override { shared_->freeAllocation(allocation); }
 
+  void setHostWaitSpin(uint64_t spinNs) override {
+    shared_->hostWaitSpinNs.store(spinNs, std::memory_order_relaxed);
+  }
+
   bool importsTimelineFd() const override { return shared_->driver.importTimelineFd != nullptr; }
   bool importsMemoryFd() const override { return shared_->driver.importMemoryFd != nullptr; }
 

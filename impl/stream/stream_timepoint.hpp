@@ -221,19 +221,29 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
     if (!gated_) {
       ContextScope scope(shared_->driver, shared_->config.context);
       // The spin on the event is a shortcut too (see query): skipped without the context.
-      const uint64_t spinEnd = core::nowNs() + kHostWaitSpinNs;
+      const uint64_t spinNs = shared_->hostWaitSpinNs.load(std::memory_order_relaxed);
+      const uint64_t start = core::nowNs();
+      if (scope.ok() && spinNs != 0) Counters::add(kHostWaitSpins, 1);
       while (scope.ok()) {
         Status s = shared_->driver.eventQuery(event_);
         if (s.ok()) waker_->sawComplete(number_);
         if (s.code() != Result::NotReady) return s;  // completed, or an error (device lost)
-        uint64_t now = core::nowNs();
+        const uint64_t now = core::nowNs();
         if (!deadline.isNever() && now >= deadline.ns) return Status(Result::Timeout);
-        if (now >= spinEnd) break;
-        core::cpuRelax();
+        const uint64_t spun = now - start;
+        if (spun >= spinNs) break;  // kHostWaitSpinForever: never
+        // The completion thread may publish an outcome the event does not give (device loss
+        // found on another record, a failure before the signal): a long spin must see it.
+        if (spun >= kHostWaitSpinYieldAfterNs && done(&outcome)) return outcome;
+        if (spun >= kHostWaitSpinYieldAfterNs && spinNs > kHostWaitSpinNs)
+          std::this_thread::yield();
+        else
+          core::cpuRelax();
       }
     }
     // Sleep until the queue's completion thread observes the event (it sleeps in the driver
     // itself while someone waits, so nobody burns a core while the GPU works).
+    Counters::add(kHostWaitSleeps, 1);
     waker_->addSleeper();
     Status result;
     for (;;) {

@@ -13,17 +13,25 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "baton/device.hpp"    // kHostWaitSpinDefaultNs
 #include "stream_backend.hpp"  // IssueMode
 
 namespace baton::stream {
 namespace {
 
-// A host wait spins on the event this long before it sleeps. An event query sees a completed
-// record ~0.35 µs after the GPU passes it, while a sleeping waiter needs a wake-up by the
-// completion thread, which itself sleeps in the driver (interrupt-driven) or polls at most
-// kUrgentPollMaxNs apart (see sleepOnOldest). 50 µs covers short
-// GPU work at full speed and costs a waiter of a long frame (ms) almost nothing.
-constexpr uint64_t kHostWaitSpinNs = 50'000;
+// A host wait spins on the event this long before it sleeps, unless Device::setHostWaitSpin
+// says otherwise (DeviceShared::hostWaitSpinNs). An event query sees a completed record ~0.35 µs
+// after the GPU passes it, while a sleeping waiter needs a wake-up by the completion thread,
+// which itself sleeps in the driver (interrupt-driven, 67-125 µs after the GPU on the H100) or
+// polls at most kUrgentPollMaxNs apart (see sleepOnOldest). 50 µs covers short GPU work at full
+// speed and costs a waiter of a long frame (ms) almost nothing.
+constexpr uint64_t kHostWaitSpinNs = baton::kHostWaitSpinDefaultNs;
+static_assert(kHostWaitSpinNs == 50'000, "baton.h's BATON_HOST_WAIT_SPIN_DEFAULT_NS says 50 µs");
+// A wait told to spin for longer than this (kHostWaitSpinForever included) yields its core
+// between event queries after the first kHostWaitSpinYieldAfterNs: other runnable threads (the
+// GPU's producers among them) then run, and the waiter still sees the event within a scheduler
+// round when the machine is not oversubscribed.
+constexpr uint64_t kHostWaitSpinYieldAfterNs = 5'000;
 // The completion thread spins this long on the oldest event before it sleeps: a short spin
 // catches back-to-back small submissions without a sleep/wake per record, and bounds what a
 // queue that is always busy with long work burns.

@@ -195,6 +195,9 @@ int c_api_flow_submit(char* why, size_t capacity) {
   REQUIRE(steps.count == 0);
   CHECK_OK(baton_semaphore_signal(timeline, 1));
   CHECK_OK(baton_device_wait_semaphores(device, &two, 1, BATON_WAIT_MODE_ALL, BATON_WAIT_FOREVER));
+  /* A host wait's spin is the device's setting (no effect on a host-backend device). */
+  CHECK_OK(baton_device_set_host_wait_spin(device, BATON_HOST_WAIT_SPIN_FOREVER));
+  CHECK_OK(baton_device_set_host_wait_spin(device, BATON_HOST_WAIT_SPIN_DEFAULT_NS));
   REQUIRE(steps.count == 2 && steps.order[0] == 1 && steps.order[1] == 2);
 
   /* Two batches in one submit, the second on an empty list of command buffers. */

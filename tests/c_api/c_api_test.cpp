@@ -185,6 +185,8 @@ TEST_F(CApiBadInput, NullHandles) {
               baton::Device().getQueue(0, &qCpp));
   EXPECT_SAME(Result::ErrorInvalidHandle, baton_device_wait_idle(BATON_NULL_HANDLE, 0),
               baton::Device().waitIdle(0));
+  EXPECT_SAME(Result::ErrorInvalidHandle, baton_device_set_host_wait_spin(BATON_NULL_HANDLE, 0),
+              baton::Device().setHostWaitSpin(0));
   EXPECT_SAME(Result::ErrorInvalidHandle, baton_queue_submit(BATON_NULL_HANDLE, nullptr, 0),
               baton::Queue().submit({}));
   EXPECT_SAME(Result::ErrorInvalidHandle, baton_queue_wait_idle(BATON_NULL_HANDLE, 0),

@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <memory>
 #include <thread>
+#include <tuple>
+#include <utility>
 
 #include "stream_backend.hpp"
 #include "stream_test_support.hpp"
@@ -933,6 +935,58 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
   ASSERT_OK(s->wait(1, kLongNs)) << sink_.dump();
   EXPECT_EQ(calls.load(), 1);
   ASSERT_OK(u->wait(4, kLongNs)) << sink_.dump();
+}
+
+// Device::setHostWaitSpin (issue 16): how long a host wait on a recorded device signal spins on
+// its event before it sleeps until the completion thread wakes it. 0 sleeps at once; the default
+// (50 µs) spins, then sleeps behind work that takes longer; kHostWaitSpinForever spins (yielding)
+// for the whole wait, sees the GPU finish itself, and still times out at its deadline.
+TEST_P(StreamBusyTest, HostWaitSpinIsTheDevicesSetting) {
+  if (!holdGpu()) GTEST_SKIP() << skip_;
+  auto s = makeSemaphore("spin");
+  ASSERT_OK(submit(queue(0), {}, {}, {{*s, 1}}));
+  using Stats = baton::stream::Stats;
+  auto spinsAndSleeps = [](const Stats& before) {
+    const Stats now = baton::stream::stats();
+    return std::make_pair(now.hostWaitSpins - before.hostWaitSpins,
+                          now.hostWaitSleeps - before.hostWaitSleeps);
+  };
+  ASSERT_OK(device_->setHostWaitSpin(0));
+  Stats before = baton::stream::stats();
+  EXPECT_EQ(s->wait(1, 5 * kMs), Result::Timeout);
+  auto [spins, sleeps] = spinsAndSleeps(before);
+  EXPECT_EQ(spins, 0u) << "a wait spun with a spin of 0";
+  EXPECT_GE(sleeps, 1u) << "a wait with a spin of 0 did not sleep";
+
+  ASSERT_OK(device_->setHostWaitSpin(baton::kHostWaitSpinDefaultNs));
+  before = baton::stream::stats();
+  EXPECT_EQ(s->wait(1, 5 * kMs), Result::Timeout);
+  std::tie(spins, sleeps) = spinsAndSleeps(before);
+  EXPECT_GE(spins, 1u) << "the default spin did not spin";
+  EXPECT_GE(sleeps, 1u) << "the default spin did not end in a sleep behind 5 ms of work";
+
+  ASSERT_OK(device_->setHostWaitSpin(baton::kHostWaitSpinForever));
+  before = baton::stream::stats();
+  auto start = Clock::now();
+  EXPECT_EQ(s->wait(1, 5 * kMs), Result::Timeout);
+  EXPECT_GE(secondsSince(start), 0.004);
+  std::tie(spins, sleeps) = spinsAndSleeps(before);
+  EXPECT_GE(spins, 1u);
+  EXPECT_EQ(sleeps, 0u) << "a wait told to spin for the whole wait slept";
+  before = baton::stream::stats();
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    openGpu();
+  });
+  EXPECT_OK(s->wait(1, kLongNs)) << sink_.dump();
+  opener.join();
+  std::tie(spins, sleeps) = spinsAndSleeps(before);
+  EXPECT_GE(spins, 1u);
+  EXPECT_EQ(sleeps, 0u) << "a wait told to spin for the whole wait slept";
+  uint64_t v = 0;
+  ASSERT_OK(s->getValue(&v));
+  EXPECT_EQ(v, 1u);
+  EXPECT_OK(device_->setHostWaitSpin(baton::kHostWaitSpinDefaultNs));
 }
 
 // The default issue mode issues a submission on the submitting thread only when the queue's

@@ -19,6 +19,11 @@ namespace baton {
 // The most queues any device accepts (a physical device may accept fewer: maxQueues).
 constexpr uint32_t kMaxQueues = 64;
 
+// Device::setHostWaitSpin: a new device's spin (50 µs), and the value that spins for as long as
+// a wait lasts.
+constexpr uint64_t kHostWaitSpinDefaultNs = 50'000;
+constexpr uint64_t kHostWaitSpinForever = UINT64_MAX;
+
 struct DeviceCreateInfo {
   uint32_t queueCount = 1;  // 1..PhysicalDeviceProperties::maxQueues
   // Copied; names the device in messages. Every message names a device as
@@ -71,6 +76,22 @@ class BATON_API Device : public Handle<Device> {
   // device is lost. Thread safe.
   [[nodiscard]] Result waitSemaphores(Span<const SemaphoreValue> waits, WaitMode mode,
                                       uint64_t timeoutNs) const noexcept;
+
+  // How long a host wait for a signal of this device spins before it sleeps: CPU time traded
+  // for wake-up latency, as CUDA's spin and blocking-sync scheduling trade them. It applies to
+  // a host wait (Semaphore::wait, Instance::waitSemaphores, Device::waitSemaphores) for a value
+  // that one recorded signal of a submission to this device's queues covers: the waiting
+  // thread queries the signal's driver event, which sees the GPU finish within about a
+  // microsecond, and keeps its core busy meanwhile. When the spin ends first, the thread sleeps
+  // until the queue's completion thread, itself asleep in the driver until the GPU's interrupt,
+  // wakes it: on the H100 test machine 57-77 µs after the GPU finished (README, issue 16).
+  // `spinNs`: kHostWaitSpinDefaultNs (50 µs) on a new device; 0 sleeps at once;
+  // kHostWaitSpinForever spins for the whole wait (past the first 5 µs, yielding the core
+  // between queries to other runnable threads). Waits that no single recorded signal covers (a
+  // value not submitted yet, WaitMode::Any over several pending semaphores) sleep as before.
+  // Waits that start after the call use it. No effect on a host-backend device, whose queue
+  // threads wake waiters as they signal. Thread safe. Returns Success, ErrorInvalidHandle.
+  [[nodiscard]] Result setHostWaitSpin(uint64_t spinNs) const noexcept;
 };
 
 using UniqueDevice = Unique<Device>;
