@@ -632,6 +632,14 @@ void setup() {
   info.queueCount = kQueues;
   BATON_OK(env.instance.createDevice(physical, info, &env.device));
   for (int q = 0; q < kQueues; ++q) BATON_OK(env.device.getQueue(q, &env.q[q]));
+  // BATON_BENCH_HOST_WAIT_SPIN=<ns>: the device's host-wait spin (Device::setHostWaitSpin; the
+  // default 50 us otherwise, "forever" for kHostWaitSpinForever).
+  if (const char* spin = std::getenv("BATON_BENCH_HOST_WAIT_SPIN")) {
+    const uint64_t ns = std::string(spin) == "forever" ? baton::kHostWaitSpinForever
+                                                       : std::strtoull(spin, nullptr, 10);
+    BATON_OK(env.device.setHostWaitSpin(ns));
+    std::printf("host-wait spin: %s ns (BATON_BENCH_HOST_WAIT_SPIN)\n", spin);
+  }
 
   RAW_OK(driver.open(static_cast<int>(props.ordinal)));
   if (const char* why = driver.cannotRunKernels()) {
