@@ -295,7 +295,8 @@ class QueueImpl {
   // concurrently for one queue, under the core queue's lock and inside a Notifier::Scope.
   virtual void issue(std::unique_ptr<Submission> submission) = 0;
   // Direct issue (optional): the submitting thread makes the driver calls itself. Called in
-  // place of issue(), with the same contract, for a released submission on a user thread:
+  // place of issue(), with the same contract, for a released submission on a user thread (the
+  // thread of a submit(), or of the signal that released a held submission, Queue::evaluate):
   // returns false, leaving `submission` untouched, when the backend cannot issue it here now;
   // returns true once it took the submission and its place in the queue's order. Then the
   // caller releases the core queue's lock and calls finishDirect() at once, on the same thread

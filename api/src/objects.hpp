@@ -140,7 +140,9 @@ class Queue : public Object, private Waiter {
   // The same for one submission (the common case): when nothing is held, a submission that can
   // be issued now goes straight to the backend, without passing through held_.
   Status submit(std::unique_ptr<Submission> submission);
-  // One scheduler pass: releases held submissions whose waits can now be met.
+  // One scheduler pass: releases held submissions whose waits can now be met. Runs on the
+  // thread whose signal decided them (Notifier): a submission that leaves nothing held may be
+  // issued there (QueueImpl::startDirect), as a submit() would issue it.
   void evaluate();
   Status waitIdle(Deadline deadline);
   // Fails every held submission with `why` (device destroyed or lost).
@@ -157,7 +159,11 @@ class Queue : public Object, private Waiter {
   // Whether the backend waits for `w` on the external semaphore its device imported (sets
   // w.external).
   bool waitExternally(Submission::Wait& w) const;
-  void releaseLocked();
+  // Issues or fails the held submissions that can be decided now, in order. With `direct`, the
+  // last of them (the one that leaves nothing held) may be issued on this thread
+  // (QueueImpl::startDirect): then it returns true, and the caller releases mutex_ and calls
+  // impl_->finishDirect() at once.
+  bool releaseLocked(bool direct = false);
   bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) override;
 
   Device* device_;  // the device owns its queues

@@ -77,27 +77,37 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** b
   return Resolution::Ready;
 }
 
-void Queue::releaseLocked() {
+bool Queue::releaseLocked(bool direct) {
   if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
+  bool started = false;
   while (!held_.empty()) {
     Submission& head = *held_.front();
     Status failure;
     Semaphore* blocking = nullptr;
     Resolution r = resolve(head, &failure, &blocking);
     if (r == Resolution::Blocked) {
-      if (blocking->link(node_)) return;
+      if (blocking->link(node_)) return false;
       continue;  // decided meanwhile: resolve again
     }
     std::unique_ptr<Submission> sub = std::move(held_.front());
     held_.pop_front();
     if (r == Resolution::Ready) {
       trace::released(*sub);
+      // The last one, released on the thread that reached its value (a host signal, a Vulkan
+      // value the bridge observed): issued here when the backend can, rather than handed to a
+      // backend thread that must wake or keep polling for it (issue 16: a bridged Vulkan <->
+      // CUDA round trip kept the issuing thread spinning). Earlier ones go first, in order.
+      if (direct && held_.empty() && impl_->startDirect(sub)) {
+        started = true;
+        break;
+      }
       impl_->issue(std::move(sub));
     } else {
       failSignals(*sub, failure);
     }
   }
   if (drainWaiters_) heldDrained_.notify_all();
+  return started;
 }
 
 Status Queue::submit(std::vector<std::unique_ptr<Submission>>& submissions) {
@@ -144,8 +154,11 @@ Status Queue::submit(std::unique_ptr<Submission> sub) {
 
 void Queue::evaluate() {
   Notifier::Scope scope;
-  std::lock_guard<Mutex> lock(mutex_);
-  releaseLocked();
+  std::unique_lock<Mutex> lock(mutex_);
+  if (releaseLocked(/*direct=*/true)) {
+    lock.unlock();
+    impl_->finishDirect();
+  }
 }
 
 bool Queue::onSemaphoreEvent(WaitNode&, SemaphoreEvent event, Timepoint* timepoint) {

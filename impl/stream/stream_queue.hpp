@@ -126,9 +126,12 @@ class StreamQueue final : public core::QueueImpl {
   // taken, nothing suspended or deferred) and every timepoint the submission waits for is
   // recorded, the submitting thread takes the queue's issueMutex — its place in the queue's
   // order — here, under the core queue's lock, and makes the driver calls in finishDirect,
-  // after that lock is released. Not on baton's own threads (they hand work on rather than
-  // make driver calls for other queues), not inside a driver host function (no driver calls
-  // there), not inside a callback (a native callback's thread already holds an issueMutex).
+  // after that lock is released. The submitting thread is the one in submit(), or the one whose
+  // signal released a held submission (core::Queue::evaluate: a host signal, a host queue's
+  // worker, the bridge thread reaching a value Vulkan signalled). Not on the stream machinery's
+  // own threads (issuing and completion: they hand work on rather than make driver calls for
+  // other queues), not inside a driver host function (no driver calls there), not inside a
+  // callback (a native callback's thread already holds an issueMutex).
   // By default only on a queue whose earlier submissions are all known to have completed
   // (IssueMode::WhenIdle, stream_tuning.hpp says why): Waker::seenDone against the release
   // count, both read first, without touching what the issuing thread writes, so that within a

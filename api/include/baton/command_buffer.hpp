@@ -53,6 +53,9 @@ struct NativeQueue {
 //     submit is made outside any baton callback, and every earlier submission of the queue is
 //     known to have completed (by default; BATON_STREAM_DIRECT_ISSUE=1: whether or not, =0:
 //     never);
+//   - for a submission that was held (wait-before-signal), under the same conditions, the thread
+//     whose signal released it, inside that call: a Semaphore::signal, a host queue's worker
+//     thread, or baton's bridge thread for a value Vulkan signalled;
 //   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
 //     released submissions of all its queues, in each queue's order), after the submit returned.
 // Which one it is can change from one submission to the next.

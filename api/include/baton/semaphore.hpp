@@ -49,8 +49,10 @@ class BATON_API Semaphore : public Handle<Semaphore> {
   [[nodiscard]] Result getValue(uint64_t* value) const noexcept;
 
   // Signals `value` from the host, waking host waiters and releasing queued submissions that
-  // wait for it (released on this thread before the call returns; a GPU backend's issuing thread
-  // then enqueues them). Thread safe.
+  // wait for it (released on this thread before the call returns; on a GPU backend this thread
+  // enqueues a released submission itself, native callbacks included, when its queue has
+  // nothing else pending, and the device's issuing thread enqueues the others: see
+  // NativeCallback). Thread safe.
   // Returns Success, ErrorNonIncreasingValue (value <= current value; nothing changes),
   // ErrorSemaphoreFailed (already failed), ErrorInvalidHandle.
   [[nodiscard]] Result signal(uint64_t value) const noexcept;
