@@ -159,10 +159,9 @@ class Queue : public Object, private Waiter {
   // Whether the backend waits for `w` on the external semaphore its device imported (sets
   // w.external).
   bool waitExternally(Submission::Wait& w) const;
-  // Issues or fails the held submissions that can be decided now, in order. With `direct`, the
-  // last of them (the one that leaves nothing held) may be issued on this thread
-  // (QueueImpl::startDirect): then it returns true, and the caller releases mutex_ and calls
-  // impl_->finishDirect() at once.
+  // Issues or fails the held submissions that can be decided now, in order. With `direct`, a
+  // submission released alone may be issued on this thread (QueueImpl::startDirect): then it
+  // returns true, and the caller releases mutex_ and calls impl_->finishDirect() at once.
   bool releaseLocked(bool direct = false);
   bool onSemaphoreEvent(WaitNode& node, SemaphoreEvent event, Timepoint* timepoint) override;
 

@@ -79,33 +79,56 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** b
 
 bool Queue::releaseLocked(bool direct) {
   if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
+  // With `direct`, the first submission this pass releases is kept back until the pass ends:
+  // released alone (the usual case: one signal, one submission), it is issued on this thread
+  // when the backend can, rather than handed to a backend thread that must wake or keep
+  // polling for it (issue 16: a bridged Vulkan <-> CUDA round trip kept the issuing thread
+  // spinning). When more follow, it is handed on first, in order, as they are: a direct issue
+  // holds the queue's place until its driver calls are made after this pass, and a hand-off
+  // that waited for room behind it would never get it.
+  std::unique_ptr<Submission> first;
+  auto flushFirst = [&] {
+    if (first) impl_->issue(std::move(first));
+  };
   bool started = false;
+  auto finish = [&] {
+    if (first) {
+      if (impl_->startDirect(first))
+        started = true;
+      else
+        impl_->issue(std::move(first));
+    }
+  };
+  bool releasedAny = false;
   while (!held_.empty()) {
     Submission& head = *held_.front();
     Status failure;
     Semaphore* blocking = nullptr;
     Resolution r = resolve(head, &failure, &blocking);
     if (r == Resolution::Blocked) {
-      if (blocking->link(node_)) return false;
+      if (blocking->link(node_)) {
+        finish();
+        return started;
+      }
       continue;  // decided meanwhile: resolve again
     }
     std::unique_ptr<Submission> sub = std::move(held_.front());
     held_.pop_front();
     if (r == Resolution::Ready) {
       trace::released(*sub);
-      // The last one, released on the thread that reached its value (a host signal, a Vulkan
-      // value the bridge observed): issued here when the backend can, rather than handed to a
-      // backend thread that must wake or keep polling for it (issue 16: a bridged Vulkan <->
-      // CUDA round trip kept the issuing thread spinning). Earlier ones go first, in order.
-      if (direct && held_.empty() && impl_->startDirect(sub)) {
-        started = true;
-        break;
+      if (direct && !releasedAny) {
+        first = std::move(sub);
+      } else {
+        flushFirst();
+        impl_->issue(std::move(sub));
       }
-      impl_->issue(std::move(sub));
+      releasedAny = true;
     } else {
+      flushFirst();
       failSignals(*sub, failure);
     }
   }
+  finish();
   if (drainWaiters_) heldDrained_.notify_all();
   return started;
 }
