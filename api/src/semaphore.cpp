@@ -31,16 +31,18 @@ uint64_t Semaphore::value(bool refresh) {
       pending.assign(pending_.begin(), pending_.end());
     }
     uint64_t completed = 0;
+    bool forward = true;
     for (const Pending& p : pending) {
       Status s = p.timepoint->query();
       if (s.ok()) {
+        if (p.value > completed) forward = !p.timepoint->forwardsMirrors();
         completed = std::max(completed, p.value);
       } else if (s.isError() && s.code() != Result::ErrorSemaphoreFailed) {
         p.timepoint->device()->markLost(s.message());
         break;
       }
     }
-    if (completed) reach(completed);
+    if (completed) reach(completed, forward);
   }
   return value_.load(std::memory_order_acquire);
 }
@@ -87,20 +89,25 @@ Status Semaphore::signal(uint64_t v) {
   return Status();
 }
 
-void Semaphore::reach(uint64_t v) {
+void Semaphore::reach(uint64_t v, bool forward) {
   Notifier::Scope scope;
   {
     std::lock_guard<Mutex> lock(mutex_);
     // A failed semaphore's value stays where the failure found it: a signal completing later
     // (work released by a failure policy, a host waiter that saw its event) satisfies nothing.
-    if (v <= value_.load(std::memory_order_relaxed) || failed_.load(std::memory_order_relaxed))
+    if (failed_.load(std::memory_order_relaxed)) return;
+    if (v > value_.load(std::memory_order_relaxed)) {
+      value_.store(v, std::memory_order_release);
+      trace::reached(*this, v);
+      dropReachedLocked(v);
+      if (waiters_) notifyLocked(SemaphoreEvent::Reached, nullptr);  // the call only when needed
+    } else if (!mirror_ || !forward) {
       return;
-    value_.store(v, std::memory_order_release);
-    trace::reached(*this, v);
-    dropReachedLocked(v);
-    if (waiters_) notifyLocked(SemaphoreEvent::Reached, nullptr);  // the call only when needed
+    }
   }
-  if (mirror_) mirror_->onReached(*this, v);
+  // Also when this call did not raise it: a host waiter may have raised it without forwarding
+  // (see reach's comment), leaving that to this call.
+  if (mirror_ && forward) mirror_->onReached(*this, v);
 }
 
 bool Semaphore::fail(Result code, const std::string& reason, const std::string& root) {
@@ -315,7 +322,8 @@ Status waitUntraced(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline
       WaitState& st = covered.front();
       Status s = st.timepoint->wait(deadline);
       if (s.ok()) {
-        entries[coveredIndex.front()].semaphore->reach(st.timepointValue);
+        entries[coveredIndex.front()].semaphore->reach(st.timepointValue,
+                                                       !st.timepoint->forwardsMirrors());
       } else if (s.code() == Result::Timeout) {
         return s;
       } else if (s.code() != Result::ErrorSemaphoreFailed) {  // that one: the loop sees it

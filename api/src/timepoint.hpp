@@ -42,6 +42,11 @@ class Timepoint : public Object {
   // see impl/stream/completion.hpp) then watch it actively until it completes. Non-blocking, any
   // thread, any lock held; repeated calls are harmless. The default does nothing.
   virtual void watch() {}
+  // Whether this timepoint's backend itself reaches, promptly once the work completed, the values
+  // it signals on semaphores with a mirror (a bridged Vulkan semaphore), so that the mirror is
+  // told of them without a host thread that saw the completion first (Semaphore::reach's
+  // `forward`). The default, false, makes that thread forward them. Thread safe.
+  virtual bool forwardsMirrors() const { return false; }
 
  private:
   Ref<Device> device_;  // keeps the backend device (its event pool) alive
