@@ -264,15 +264,22 @@ class NativeInterop : public ::testing::Test {
   // the CUDA device. Destroyed at TearDown, once both sides are idle.
   void nativeTimeline(VulkanTimeline* out, VulkanFailurePolicy policy = VulkanFailurePolicy::Hold,
                       const char* name = "shared") {
+    sharedTimeline(out, InteropModeRequest::Native, policy, name);
+  }
+  // The same in the mode `request` asks for (Native or Bridged: the mode it must get).
+  void sharedTimeline(VulkanTimeline* out, InteropModeRequest request,
+                      VulkanFailurePolicy policy = VulkanFailurePolicy::Hold,
+                      const char* name = "shared") {
     VulkanTimelineCreateInfo info;
     info.vulkan = vk->view();
     info.device = *cuda;
-    info.mode = InteropModeRequest::Native;
+    info.mode = request;
     info.failurePolicy = policy;
     info.debugName = name;
     ASSERT_OK(createVulkanTimeline(*instance, info, out));
     timelines.push_back(*out);
-    ASSERT_EQ(out->mode, InteropMode::Native);
+    ASSERT_EQ(out->mode,
+              request == InteropModeRequest::Native ? InteropMode::Native : InteropMode::Bridged);
   }
 
   // A timeline the test creates exportable (freed at TearDown).
@@ -504,14 +511,8 @@ TEST_F(NativeInterop, BridgedRequestStaysBridgedAndWorks) {
 // the NVIDIA driver, issue 16): the queue's completion thread forwards it
 // (Timepoint::forwardsMirrors). Every value must still reach Vulkan.
 TEST_F(NativeInterop, ABridgedCudaSignalReachesVulkanWhenAHostWaiterSawItFirst) {
-  VulkanTimelineCreateInfo info;
-  info.vulkan = vk->view();
-  info.device = *cuda;
-  info.mode = InteropModeRequest::Bridged;
   VulkanTimeline t;
-  ASSERT_OK(createVulkanTimeline(*instance, info, &t));
-  timelines.push_back(t);
-  ASSERT_EQ(t.mode, InteropMode::Bridged);
+  ASSERT_NO_FATAL_FAILURE(sharedTimeline(&t, InteropModeRequest::Bridged));
   // The waiter spins on the event, so it sees the completion before the completion thread does.
   ASSERT_OK(cuda->setHostWaitSpin(kHostWaitSpinForever));
   for (uint64_t v = 1; v <= 50; ++v) {
