@@ -141,8 +141,8 @@ class Queue : public Object, private Waiter {
   // be issued now goes straight to the backend, without passing through held_.
   Status submit(std::unique_ptr<Submission> submission);
   // One scheduler pass: releases held submissions whose waits can now be met. Runs on the
-  // thread whose signal decided them (Notifier): a submission that leaves nothing held may be
-  // issued there (QueueImpl::startDirect), as a submit() would issue it.
+  // thread whose signal decided them (Notifier): a submission released alone may be issued
+  // there (QueueImpl::startDirect), as a submit() would issue it.
   void evaluate();
   Status waitIdle(Deadline deadline);
   // Fails every held submission with `why` (device destroyed or lost).

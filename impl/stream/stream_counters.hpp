@@ -43,7 +43,7 @@ enum Counter : size_t {
   kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
   kRetiredOnSubmit,  // records retired by direct issuers (Completion::retireOnSubmit)
   kHostWaitSpins,    // host waits on a recorded event that spun on it (StreamTimepoint::wait)
-  kHostWaitSleeps,   // of those and the others, the waits that slept until a completion thread
+  kHostWaitSleeps,   // host waits on an event that slept until a completion thread woke them
   // Issue timing (setIssueTiming; see Stats::issueTimed): counted by the issuing threads only.
   kIssueTimed,        // submissions started
   kIssueBusyNs,       // in passes over a queue that issued

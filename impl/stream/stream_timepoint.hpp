@@ -232,13 +232,16 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
         if (!deadline.isNever() && now >= deadline.ns) return Status(Result::Timeout);
         const uint64_t spun = now - start;
         if (spun >= spinNs) break;  // kHostWaitSpinForever: never
-        // The completion thread may publish an outcome the event does not give (device loss
-        // found on another record, a failure before the signal): a long spin must see it.
-        if (spun >= kHostWaitSpinYieldAfterNs && done(&outcome)) return outcome;
-        if (spun >= kHostWaitSpinYieldAfterNs && spinNs > kHostWaitSpinNs)
-          std::this_thread::yield();
-        else
-          core::cpuRelax();
+        if (spun >= kHostWaitSpinYieldAfterNs) {
+          // The completion thread may publish an outcome the event does not give (device loss
+          // found on another record, a failure before the signal): a long spin must see it.
+          if (done(&outcome)) return outcome;
+          if (spinNs > kHostWaitSpinNs) {
+            std::this_thread::yield();
+            continue;
+          }
+        }
+        core::cpuRelax();
       }
     }
     // Sleep until the queue's completion thread observes the event (it sleeps in the driver

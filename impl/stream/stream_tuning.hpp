@@ -26,8 +26,7 @@ namespace {
 // polls at most kUrgentPollMaxNs apart (see sleepOnOldest). 50 µs covers short GPU work at full
 // speed and costs a waiter of a long frame (ms) almost nothing.
 constexpr uint64_t kHostWaitSpinNs = baton::kHostWaitSpinDefaultNs;
-static_assert(kHostWaitSpinNs == 50'000, "baton.h's BATON_HOST_WAIT_SPIN_DEFAULT_NS says 50 µs");
-// A wait told to spin for longer than this (kHostWaitSpinForever included) yields its core
+// A wait told to spin for longer than the default (kHostWaitSpinForever included) yields its core
 // between event queries after the first kHostWaitSpinYieldAfterNs: other runnable threads (the
 // GPU's producers among them) then run, and the waiter still sees the event within a scheduler
 // round when the machine is not oversubscribed.
