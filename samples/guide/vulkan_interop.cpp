@@ -1,0 +1,186 @@
+// The guide's "Vulkan interop" (docs/guide.md): a timeline shared by Vulkan and baton, each side
+// waiting for the other's values. Uses the first Vulkan 1.2 device with timeline semaphores
+// (BATON_VULKAN_DEVICE=<name substring> picks one): lavapipe in CI, bridged; on a GPU whose CUDA
+// device is the Vulkan device, the import can also be native. Exits 77 (a skip) without a Vulkan
+// device. Built and run by meson test (suite guide); the regions between the [name] lines are
+// the guide's code blocks (tests/docs/check_examples.py).
+#include <vulkan/vulkan.h>
+
+#include <baton/baton.hpp>
+#include <baton/vulkan.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+void expect(bool ok, const char* what) {
+  if (!ok) {
+    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
+    ++failures;
+  }
+}
+bool ok(baton::Result r) { return !baton::isError(r); }
+
+// A Vulkan 1.2 device with timeline semaphores enabled, and the fd-export extensions where the
+// driver offers them (native imports need them). What an engine already has.
+struct Vulkan {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  const char* skip = nullptr;
+
+  bool create() {
+    VkApplicationInfo app{};
+    app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+    app.apiVersion = VK_API_VERSION_1_2;
+    VkInstanceCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+    info.pApplicationInfo = &app;
+    if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) {
+      instance = VK_NULL_HANDLE;
+      skip = "no Vulkan driver";
+      return false;
+    }
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(instance, &count, nullptr);
+    std::vector<VkPhysicalDevice> devices(count);
+    vkEnumeratePhysicalDevices(instance, &count, devices.data());
+    const char* want = std::getenv("BATON_VULKAN_DEVICE");
+    for (VkPhysicalDevice pd : devices) {
+      VkPhysicalDeviceProperties props;
+      vkGetPhysicalDeviceProperties(pd, &props);
+      if (props.apiVersion < VK_API_VERSION_1_2) continue;
+      if (want != nullptr && std::strstr(props.deviceName, want) == nullptr) continue;
+      VkPhysicalDeviceTimelineSemaphoreFeatures timeline{};
+      timeline.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+      VkPhysicalDeviceFeatures2 features{};
+      features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+      features.pNext = &timeline;
+      vkGetPhysicalDeviceFeatures2(pd, &features);
+      if (timeline.timelineSemaphore) {
+        physical = pd;
+        std::printf("Vulkan device: %s\n", props.deviceName);
+        break;
+      }
+    }
+    if (physical == VK_NULL_HANDLE) {
+      skip = "no Vulkan 1.2 device with timeline semaphores";
+      return false;
+    }
+    std::vector<const char*> extensions;
+    uint32_t extCount = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extCount, nullptr);
+    std::vector<VkExtensionProperties> exts(extCount);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extCount, exts.data());
+    for (const VkExtensionProperties& e : exts) {
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME))
+        extensions.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME))
+        extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+    }
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queueInfo{};
+    queueInfo.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+    queueInfo.queueFamilyIndex = 0;
+    queueInfo.queueCount = 1;
+    queueInfo.pQueuePriorities = &priority;
+    VkPhysicalDeviceVulkan12Features features12{};
+    features12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    features12.timelineSemaphore = VK_TRUE;
+    VkDeviceCreateInfo deviceInfo{};
+    deviceInfo.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+    deviceInfo.pNext = &features12;
+    deviceInfo.queueCreateInfoCount = 1;
+    deviceInfo.pQueueCreateInfos = &queueInfo;
+    deviceInfo.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    deviceInfo.ppEnabledExtensionNames = extensions.data();
+    if (vkCreateDevice(physical, &deviceInfo, nullptr, &device) != VK_SUCCESS) {
+      device = VK_NULL_HANDLE;
+      skip = "vkCreateDevice failed";
+      return false;
+    }
+    return true;
+  }
+  ~Vulkan() {
+    if (device != VK_NULL_HANDLE) vkDestroyDevice(device, nullptr);
+    if (instance != VK_NULL_HANDLE) vkDestroyInstance(instance, nullptr);
+  }
+};
+
+}  // namespace
+
+int main() {
+  Vulkan vk;
+  if (!vk.create()) {
+    std::printf("vulkan_interop: skipped: %s\n", vk.skip);
+    return 77;
+  }
+  baton::UniqueInstance instance;
+  expect(ok(baton::createInstance({}, instance.put())), "createInstance");
+
+  // [choose]
+  baton::VulkanDevice vulkan;
+  vulkan.instance = vk.instance;
+  vulkan.physicalDevice = vk.physical;
+  vulkan.device = vk.device;
+  // The baton device that is the Vulkan device's GPU (equal UUIDs), if there is one; otherwise
+  // any device, here the host backend's. ErrorNotSupported (no match) is an answer, not a fault.
+  baton::PhysicalDevice physical;
+  if (baton::matchVulkanPhysicalDevice(*instance, vulkan, &physical) != baton::Result::Success) {
+    uint32_t count = 1;
+    (void)instance->enumeratePhysicalDevices(&count, &physical);
+  }
+  baton::UniqueDevice device;
+  baton::Result r = instance->createDevice(physical, {1, "compute"}, device.put());
+  // What each side supports, and what Auto would pick, with the reason.
+  baton::VulkanInteropSupport support;
+  if (ok(r)) r = baton::queryVulkanInterop(vulkan, *device, &support);
+  if (ok(r))
+    std::printf("Auto: semaphores %s: %s\n", baton::interopModeName(support.semaphoreMode),
+                support.semaphoreReason);
+  // [choose]
+  expect(ok(r), "match, createDevice, queryVulkanInterop");
+
+  // [shared-timeline]
+  // A timeline VkSemaphore and the baton semaphore that shares its value.
+  baton::VulkanTimelineCreateInfo info;
+  info.vulkan = vulkan;
+  info.device = *device;                        // the device that would import natively
+  info.mode = baton::InteropModeRequest::Auto;  // bridged semaphores (see "What Auto picks")
+  info.debugName = "frame";
+  baton::VulkanTimeline timeline;
+  if (ok(r)) r = baton::createVulkanTimeline(*instance, info, &timeline);
+
+  // baton waits for what Vulkan signals (here a host signal; a vkQueueSubmit2 signal works the
+  // same), then signals the next value for Vulkan. Values rise in signal order across both sides.
+  baton::Queue queue;
+  if (ok(r)) r = device->getQueue(0, &queue);
+  baton::SemaphoreValue drawn{timeline.baton, 1}, simulated{timeline.baton, 2};
+  if (ok(r)) r = queue.submit(baton::SubmitInfo{drawn, {}, simulated});  // before Vulkan's signal
+  VkSemaphoreSignalInfo signal{};
+  signal.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
+  signal.semaphore = timeline.vulkan;
+  signal.value = 1;
+  if (ok(r) && vkSignalSemaphore(vk.device, &signal) != VK_SUCCESS) r = baton::Result::ErrorDriver;
+  // Vulkan sees baton's 2 (a Vulkan queue would wait for it in its VkSubmitInfo2).
+  uint64_t two = 2;
+  VkSemaphoreWaitInfo wait{};
+  wait.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+  wait.semaphoreCount = 1;
+  wait.pSemaphores = &timeline.vulkan;
+  wait.pValues = &two;
+  if (ok(r) && vkWaitSemaphores(vk.device, &wait, 5'000'000'000) != VK_SUCCESS)
+    r = baton::Result::ErrorDriver;
+  if (ok(r)) r = queue.waitIdle();
+  // Destroys the baton semaphore, then the VkSemaphore (no Vulkan work may still use it).
+  if (timeline.baton) (void)baton::destroyVulkanTimeline(vulkan, timeline);
+  // [shared-timeline]
+  expect(ok(r), "a shared timeline, both ways");
+  std::printf("the timeline was %s\n", baton::interopModeName(timeline.mode));
+
+  if (failures == 0) std::printf("vulkan_interop: ok\n");
+  return failures == 0 ? 0 : 1;
+}
