@@ -1,4 +1,5 @@
-/* baton/baton.h — the C API (C11; also compiles as C++), for C engines and for bindings from
+/** \file
+ * baton/baton.h — the C API (C11; also compiles as C++), for C engines and for bindings from
  * Rust, Python (ctypes, cffi), Zig and others.
  *
  * A thin layer over the C++ API (baton/baton.hpp): every C function converts its arguments and
@@ -46,6 +47,14 @@ extern "C" {
 
 /* ---- handles -------------------------------------------------------------------------------- */
 
+/** \def BATON_DEFINE_HANDLE(name)
+ * Declares the handle type `name` (see the conventions of baton/baton.h): a pointer to the
+ * incomplete struct name_T on 64-bit platforms, uint64_t elsewhere. The handle types below are
+ * declared with it. */
+/** \def BATON_NULL_HANDLE
+ * The null handle, of every handle type: ((void*)0) (nullptr in C++) on 64-bit platforms, 0
+ * elsewhere.
+ */
 #if UINTPTR_MAX == UINT64_MAX
 #define BATON_DEFINE_HANDLE(name) typedef struct name##_T* name;
 #ifdef __cplusplus
@@ -58,122 +67,142 @@ extern "C" {
 #define BATON_NULL_HANDLE 0
 #endif
 
+/** The root object (baton::Instance): made by baton_create_instance, destroyed with
+ * baton_instance_destroy. */
 BATON_DEFINE_HANDLE(baton_instance)
+/** A device a backend can run work on (baton::PhysicalDevice), listed by
+ * baton_instance_enumerate_physical_devices; owned by its instance. */
 BATON_DEFINE_HANDLE(baton_physical_device)
+/** A logical device (baton::Device): made by baton_instance_create_device, destroyed with
+ * baton_device_destroy. */
 BATON_DEFINE_HANDLE(baton_device)
+/** An in-order queue of a device (baton::Queue), from baton_device_get_queue; owned by its
+ * device. */
 BATON_DEFINE_HANDLE(baton_queue)
+/** A timeline semaphore (baton::Semaphore): made by baton_instance_create_semaphore, destroyed
+ * with baton_semaphore_destroy. */
 BATON_DEFINE_HANDLE(baton_semaphore)
+/** Recorded work for a device's queues (baton::CommandBuffer): made by
+ * baton_device_create_command_buffer, destroyed with baton_command_buffer_destroy. */
 BATON_DEFINE_HANDLE(baton_command_buffer)
+/** Linear memory owned by a device (baton::Buffer): made by baton_device_create_buffer or
+ * baton_queue_alloca_buffer, destroyed with baton_buffer_destroy. */
 BATON_DEFINE_HANDLE(baton_buffer)
 
 /* ---- results (baton/result.hpp) ------------------------------------------------------------- */
 
-/* The same values as baton::Result. */
+/** The same values as baton::Result. */
 typedef enum baton_result {
-  BATON_SUCCESS = 0,
-  BATON_NOT_READY = 1, /* a poll (timeout 0 or a query) found the condition not yet met */
-  BATON_TIMEOUT = 2,   /* a wait with a finite timeout expired; not an error */
+  BATON_SUCCESS = 0,   /**< the call did what it was asked */
+  BATON_NOT_READY = 1, /**< a poll (timeout 0 or a query) found the condition not yet met */
+  BATON_TIMEOUT = 2,   /**< a wait with a finite timeout expired; not an error */
 
-  BATON_ERROR_INVALID_ARGUMENT = -1,     /* a field or argument is out of its documented range */
-  BATON_ERROR_INVALID_HANDLE = -2,       /* a null, destroyed, stale or wrong-type handle */
-  BATON_ERROR_DEVICE_MISMATCH = -3,      /* objects of different devices (or instances) */
-  BATON_ERROR_NON_INCREASING_VALUE = -4, /* a signal not greater than the semaphore's value */
-  BATON_ERROR_SEMAPHORE_FAILED = -5,     /* a waited semaphore failed; see the message */
-  BATON_ERROR_DEVICE_LOST = -6,          /* a sticky device fault */
-  BATON_ERROR_OUT_OF_HOST_MEMORY = -7,   /* a host allocation or handle slot failed */
-  BATON_ERROR_OUT_OF_DEVICE_MEMORY = -8, /* a device allocation failed */
-  BATON_ERROR_BACKEND_UNAVAILABLE = -9,  /* the backend's driver is absent or failed */
-  BATON_ERROR_NOT_SUPPORTED = -10,       /* the backend or device lacks the capability */
-  BATON_ERROR_HOST_CALL_FAILED = -11,    /* a host call or native callback returned an error */
-  BATON_ERROR_OBJECT_IN_USE = -12,       /* destroyed while in use; see each destroy */
-  BATON_ERROR_DRIVER = -13,              /* any other native driver error; see the message */
-  BATON_ERROR_INVALID_STATE = -14,       /* the object's state does not allow the call */
-  BATON_RESULT_MAX_ENUM = 0x7FFFFFFF     /* keeps the enum 32 bits wide */
+  BATON_ERROR_INVALID_ARGUMENT = -1,     /**< a field or argument is out of its documented range */
+  BATON_ERROR_INVALID_HANDLE = -2,       /**< a null, destroyed, stale or wrong-type handle */
+  BATON_ERROR_DEVICE_MISMATCH = -3,      /**< objects of different devices (or instances) */
+  BATON_ERROR_NON_INCREASING_VALUE = -4, /**< a signal not greater than the semaphore's value */
+  BATON_ERROR_SEMAPHORE_FAILED = -5,     /**< a waited semaphore failed; see the message */
+  BATON_ERROR_DEVICE_LOST = -6,          /**< a sticky device fault */
+  BATON_ERROR_OUT_OF_HOST_MEMORY = -7,   /**< a host allocation or handle slot failed */
+  BATON_ERROR_OUT_OF_DEVICE_MEMORY = -8, /**< a device allocation failed */
+  BATON_ERROR_BACKEND_UNAVAILABLE = -9,  /**< the backend's driver is absent or failed */
+  BATON_ERROR_NOT_SUPPORTED = -10,       /**< the backend or device lacks the capability */
+  BATON_ERROR_HOST_CALL_FAILED = -11,    /**< a host call or native callback returned an error */
+  BATON_ERROR_OBJECT_IN_USE = -12,       /**< destroyed while in use; see each destroy */
+  BATON_ERROR_DRIVER = -13,              /**< any other native driver error; see the message */
+  BATON_ERROR_INVALID_STATE = -14,       /**< the object's state does not allow the call */
+  BATON_RESULT_MAX_ENUM = 0x7FFFFFFF     /**< keeps the enum 32 bits wide */
 } baton_result;
 
-/* True for the error codes (< 0). */
+/** True for the error codes (< 0). */
 static inline bool baton_is_error(baton_result result) { return result < 0; }
 
-/* The C++ enumerator's name ("ErrorSemaphoreFailed", as messages print it); "Result(<n>)" for
+/** The C++ enumerator's name ("ErrorSemaphoreFailed", as messages print it); "Result(<n>)" for
  * unknown values (from a per-thread buffer). Never null. Thread safe. */
 BATON_API const char* baton_result_name(baton_result result);
 
-/* The message of the most recent error returned to this thread by any baton call (C or C++), or
+/** The message of the most recent error returned to this thread by any baton call (C or C++), or
  * "" when none. Owned by baton; valid until this thread's next baton call. Thread safe. */
 BATON_API const char* baton_last_error_message(void);
 
 /* ---- common types (baton/fwd.hpp) ----------------------------------------------------------- */
 
-/* A timeout meaning "never expire", for every timeout_ns. 0 polls. */
+/** A timeout meaning "never expire", for every timeout_ns. 0 polls. */
 #define BATON_WAIT_FOREVER UINT64_MAX
 
+/** Which backend a physical device, queue or native handle belongs to (baton::BackendKind). */
 typedef enum baton_backend_kind {
-  BATON_BACKEND_KIND_HOST = 0, /* CPU worker threads; always available */
-  BATON_BACKEND_KIND_CUDA = 1, /* NVIDIA CUDA driver API, loaded at run time */
-  BATON_BACKEND_KIND_HIP = 2,  /* AMD HIP runtime, loaded at run time */
-  BATON_BACKEND_KIND_MAX_ENUM = 0x7FFFFFFF
+  BATON_BACKEND_KIND_HOST = 0,             /**< CPU worker threads; always available */
+  BATON_BACKEND_KIND_CUDA = 1,             /**< NVIDIA CUDA driver API, loaded at run time */
+  BATON_BACKEND_KIND_HIP = 2,              /**< AMD HIP runtime, loaded at run time */
+  BATON_BACKEND_KIND_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide; not a backend */
 } baton_backend_kind;
+/** The number of backends (of baton_backend_kind values, MAX_ENUM aside). */
 #define BATON_BACKEND_KIND_COUNT 3u
 
-/* The bit of a backend in baton_instance_create_info::backend_mask. */
+/** The bit of a backend in baton_instance_create_info::backend_mask. */
 #define BATON_BACKEND_BIT(kind) (1u << (kind))
+/** Every backend's bit: the default backend_mask (BATON_INSTANCE_CREATE_INFO_INIT). */
 #define BATON_ALL_BACKENDS ((1u << BATON_BACKEND_KIND_COUNT) - 1u)
 
-/* "host", "cuda", "hip" ("unknown" otherwise). Never null; static storage. Thread safe. */
+/** "host", "cuda", "hip" ("unknown" otherwise). Never null; static storage. Thread safe. */
 BATON_API const char* baton_backend_name(baton_backend_kind kind);
 
-/* Host waits over several semaphores: satisfied when all, or any one, of the values is reached. */
+/** Host waits over several semaphores: satisfied when all, or any one, of the values is reached. */
 typedef enum baton_wait_mode {
-  BATON_WAIT_MODE_ALL = 0,
-  BATON_WAIT_MODE_ANY = 1,
-  BATON_WAIT_MODE_MAX_ENUM = 0x7FFFFFFF
+  BATON_WAIT_MODE_ALL = 0,              /**< every semaphore has reached its value */
+  BATON_WAIT_MODE_ANY = 1,              /**< at least one semaphore has reached its value */
+  BATON_WAIT_MODE_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide; not a mode */
 } baton_wait_mode;
 
-/* A {semaphore, value} pair: an entry of a host wait, or a submission's wait or signal. */
+/** A {semaphore, value} pair: an entry of a host wait, or a submission's wait or signal. */
 typedef struct baton_semaphore_value {
-  baton_semaphore semaphore;
-  uint64_t value;
+  baton_semaphore semaphore; /**< the semaphore waited for or signalled */
+  uint64_t value;            /**< the value: a wait is satisfied by any value >= it */
 } baton_semaphore_value;
 
 /* ---- instance (baton/instance.hpp) ---------------------------------------------------------- */
 
+/** How serious a message given to the debug callback is (baton::MessageSeverity). */
 typedef enum baton_message_severity {
-  BATON_MESSAGE_SEVERITY_INFO = 0,
-  BATON_MESSAGE_SEVERITY_WARNING = 1,
-  BATON_MESSAGE_SEVERITY_ERROR = 2,
-  BATON_MESSAGE_SEVERITY_MAX_ENUM = 0x7FFFFFFF
+  BATON_MESSAGE_SEVERITY_INFO = 0,    /**< information: backends loaded or not, interop modes */
+  BATON_MESSAGE_SEVERITY_WARNING = 1, /**< e.g. a parent destroyed with live children */
+  BATON_MESSAGE_SEVERITY_ERROR = 2,   /**< an error a call returned, or a device lost */
+  BATON_MESSAGE_SEVERITY_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide */
 } baton_message_severity;
 
-/* Receives every message baton reports for objects of the instance: each error a call returns
+/** Receives every message baton reports for objects of the instance: each error a call returns
  * (the text of baton_last_error_message()), warnings and information. `message` is valid during
  * the call only. May be called from any thread, baton's worker threads included, concurrently;
  * it must not call back into baton. */
 typedef void (*baton_debug_callback)(baton_message_severity severity, const char* message,
                                      void* user_data);
 
+/** What baton_create_instance needs (baton::InstanceCreateInfo). */
 typedef struct baton_instance_create_info {
-  baton_debug_callback debug_callback; /* may be null */
-  void* debug_user_data;               /* passed to debug_callback; baton never touches it */
-  /* Backends to load, as BATON_BACKEND_BIT flags; the host backend is always loaded. */
+  baton_debug_callback debug_callback; /**< may be null */
+  void* debug_user_data;               /**< passed to debug_callback; baton never touches it */
+  /** Backends to load, as BATON_BACKEND_BIT flags; the host backend is always loaded. */
   uint32_t backend_mask;
-  /* Where to write a timeline trace (Chrome trace-event JSON), or NULL for none; copied. The
+  /** Where to write a timeline trace (Chrome trace-event JSON), or NULL for none; copied. The
    * environment variable BATON_TRACE takes precedence. (InstanceCreateInfo::tracePath) */
   const char* trace_path;
 } baton_instance_create_info;
+/** The C++ defaults: no debug callback, every backend, no trace. */
 #define BATON_INSTANCE_CREATE_INFO_INIT \
   { NULL, NULL, BATON_ALL_BACKENDS, NULL }
 
-/* What baton_instance_enumerate_backends reports for each backend baton knows. */
+/** What baton_instance_enumerate_backends reports for each backend baton knows. */
 typedef struct baton_backend_info {
-  baton_backend_kind kind;
-  bool compiled;  /* built into this library */
-  bool available; /* compiled, asked for, and its driver loaded and initialised */
-  uint32_t device_count;
-  /* Why not available, or why an available backend has no devices; else "". */
+  baton_backend_kind kind; /**< which backend this entry describes */
+  bool compiled;           /**< built into this library */
+  bool available;          /**< compiled, asked for, and its driver loaded and initialised */
+  uint32_t device_count;   /**< how many physical devices it reported; 0 when not available */
+  /** Why not available, or why an available backend has no devices; else "". */
   char reason[512];
 } baton_backend_info;
 
-/* Creates an instance and loads the backends of info->backend_mask (info null: the defaults). A
+/** Creates an instance and loads the backends of info->backend_mask (info null: the defaults). A
  * backend whose driver is missing is reported unavailable, which is not an error. Ownership: the
  * caller owns *instance (destroy with baton_instance_destroy). Thread safe.
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null instance, unknown mask bits),
@@ -181,7 +210,7 @@ typedef struct baton_backend_info {
 BATON_API baton_result baton_create_instance(const baton_instance_create_info* info,
                                              baton_instance* instance);
 
-/* Destroys the instance. Children still alive (devices, semaphores and what they own) are
+/** Destroys the instance. Children still alive (devices, semaphores and what they own) are
  * destroyed too, each reported through the debug callback, and the result is then
  * BATON_ERROR_OBJECT_IN_USE; the instance is gone either way. Not to be called concurrently with
  * other calls on the instance or its children.
@@ -190,7 +219,7 @@ BATON_API baton_result baton_create_instance(const baton_instance_create_info* i
  * changes). (Instance::destroy) */
 BATON_API baton_result baton_instance_destroy(baton_instance instance);
 
-/* Two-call enumeration of every backend baton knows: with infos null, writes the count to
+/** Two-call enumeration of every backend baton knows: with infos null, writes the count to
  * *count; otherwise fills up to *count entries (caller-owned array) and writes how many.
  * Returns BATON_SUCCESS, BATON_NOT_READY (the array was too small; not an error),
  * BATON_ERROR_INVALID_ARGUMENT (null count), BATON_ERROR_INVALID_HANDLE.
@@ -198,7 +227,7 @@ BATON_API baton_result baton_instance_destroy(baton_instance instance);
 BATON_API baton_result baton_instance_enumerate_backends(baton_instance instance, uint32_t* count,
                                                          baton_backend_info* infos);
 
-/* Lists the physical devices of every available backend, host first (the same two-call idiom).
+/** Lists the physical devices of every available backend, host first (the same two-call idiom).
  * The handles are owned by the instance and stay valid until it is destroyed.
  * Returns BATON_SUCCESS, BATON_NOT_READY, BATON_ERROR_INVALID_ARGUMENT (null count),
  * BATON_ERROR_INVALID_HANDLE. (Instance::enumeratePhysicalDevices) */
@@ -206,14 +235,16 @@ BATON_API baton_result baton_instance_enumerate_physical_devices(baton_instance 
                                                                  uint32_t* count,
                                                                  baton_physical_device* devices);
 
+/** What baton_instance_create_semaphore needs (baton::SemaphoreCreateInfo). */
 typedef struct baton_semaphore_create_info {
-  uint64_t initial_value;
-  const char* debug_name; /* may be null; copied; names the semaphore in messages */
+  uint64_t initial_value; /**< the value the semaphore starts at */
+  const char* debug_name; /**< may be null; copied; names the semaphore in messages */
 } baton_semaphore_create_info;
+/** The C++ defaults: initial value 0, no name. */
 #define BATON_SEMAPHORE_CREATE_INFO_INIT \
   { 0, NULL }
 
-/* Creates a timeline semaphore usable by every queue of every device of the instance and by the
+/** Creates a timeline semaphore usable by every queue of every device of the instance and by the
  * host (info null: initial value 0, no name). Ownership: the caller owns *semaphore (destroy with
  * baton_semaphore_destroy). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null
  * semaphore), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY.
@@ -222,10 +253,10 @@ BATON_API baton_result baton_instance_create_semaphore(baton_instance instance,
                                                        const baton_semaphore_create_info* info,
                                                        baton_semaphore* semaphore);
 
-/* The most entries one host wait accepts. */
+/** The most entries one host wait accepts. */
 #define BATON_MAX_WAIT_COUNT 65536u
 
-/* Blocks the calling thread until all (BATON_WAIT_MODE_ALL) or any one (BATON_WAIT_MODE_ANY) of
+/** Blocks the calling thread until all (BATON_WAIT_MODE_ALL) or any one (BATON_WAIT_MODE_ANY) of
  * waits[0..wait_count) are reached, a waited semaphore fails, or timeout_ns passes (0 polls,
  * BATON_WAIT_FOREVER never expires); sleeps while blocked. An empty list is satisfied at once.
  * Any number of threads may wait at once.
@@ -239,17 +270,19 @@ BATON_API baton_result baton_instance_wait_semaphores(baton_instance instance,
                                                       size_t wait_count, baton_wait_mode mode,
                                                       uint64_t timeout_ns);
 
-/* The most queues any device accepts (a physical device may accept fewer: max_queues). */
+/** The most queues any device accepts (a physical device may accept fewer: max_queues). */
 #define BATON_MAX_QUEUES 64u
 
+/** What baton_instance_create_device needs (baton::DeviceCreateInfo). */
 typedef struct baton_device_create_info {
-  uint32_t queue_count;   /* 1..baton_physical_device_properties::max_queues */
-  const char* debug_name; /* may be null; copied; names the device in messages */
+  uint32_t queue_count;   /**< 1..baton_physical_device_properties::max_queues */
+  const char* debug_name; /**< may be null; copied; names the device in messages */
 } baton_device_create_info;
+/** The C++ defaults: one queue, no name. */
 #define BATON_DEVICE_CREATE_INFO_INIT \
   { 1, NULL }
 
-/* Creates a logical device on one of the instance's physical devices (info null: one queue, no
+/** Creates a logical device on one of the instance's physical devices (info null: one queue, no
  * name). Ownership: the caller owns *device (destroy with baton_device_destroy).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (queue_count 0 or above max_queues, null
  * device), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_MISMATCH (a physical device of another
@@ -262,35 +295,47 @@ BATON_API baton_result baton_instance_create_device(baton_instance instance,
 
 /* ---- physical device (baton/physical_device.hpp) -------------------------------------------- */
 
-/* Capability bits of baton_physical_device_properties::capabilities. */
+/** \name Capability bits
+ * Capability bits of baton_physical_device_properties::capabilities (baton::Capability).
+ * @{ */
+/** BATON_MEMORY_KIND_DEVICE buffers. */
 #define BATON_CAPABILITY_DEVICE_MEMORY (UINT64_C(1) << 0)
+/** BATON_MEMORY_KIND_HOST_PINNED buffers (mappable). */
 #define BATON_CAPABILITY_HOST_PINNED_MEMORY (UINT64_C(1) << 1)
+/** Queue-ordered alloca/dealloca (memory pools). */
 #define BATON_CAPABILITY_STREAM_ORDERED_ALLOC (UINT64_C(1) << 2)
+/** 64-bit GPU-side value waits and writes. */
 #define BATON_CAPABILITY_STREAM_MEM_OPS_64 (UINT64_C(1) << 3)
+/** Waits on recorded device signals stay on the GPU. */
 #define BATON_CAPABILITY_NATIVE_TIMEPOINT_WAITS (UINT64_C(1) << 4)
+/** Imports Vulkan timeline OPAQUE_FD semaphores. */
 #define BATON_CAPABILITY_EXTERNAL_SEMAPHORE_TIMELINE_FD (UINT64_C(1) << 5)
+/** Imports Vulkan memory OPAQUE_FD. */
 #define BATON_CAPABILITY_EXTERNAL_MEMORY_OPAQUE_FD (UINT64_C(1) << 6)
+/** BATON_MEMORY_KIND_DEVICE buffers are host-mappable. */
 #define BATON_CAPABILITY_HOST_MAPPED_DEVICE_MEMORY (UINT64_C(1) << 7)
+/** @} */
 
-/* Writes the names of the set bits, comma-separated, into buffer (caller-owned; always
+/** Writes the names of the set bits, comma-separated, into buffer (caller-owned; always
  * NUL-terminated when capacity > 0). Returns the number of characters the full text needs.
  * Thread safe. (baton::capabilityNames) */
 BATON_API size_t baton_capability_names(uint64_t capabilities, char* buffer, size_t capacity);
 
+/** What baton_physical_device_get_properties writes (baton::PhysicalDeviceProperties). */
 typedef struct baton_physical_device_properties {
-  baton_backend_kind backend;
-  uint32_t ordinal; /* index among the backend's devices (the CUDA/HIP device ordinal) */
-  char name[256];
-  uint8_t uuid[16]; /* matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs */
-  char arch[64];    /* "sm_90", "gfx90a:sramecc+:xnack-"; "" on the host */
-  uint32_t compute_major;
-  uint32_t compute_minor;
-  uint64_t total_memory; /* bytes */
-  uint32_t max_queues;   /* the largest baton_device_create_info::queue_count accepted */
-  uint64_t capabilities; /* BATON_CAPABILITY_* bits */
+  baton_backend_kind backend; /**< the backend that runs work on it */
+  uint32_t ordinal;       /**< index among the backend's devices (the CUDA/HIP device ordinal) */
+  char name[256];         /**< as the driver names it; the host: "host (N CPU threads)" */
+  uint8_t uuid[16];       /**< matches VkPhysicalDeviceIDProperties::deviceUUID on GPUs */
+  char arch[64];          /**< "sm_90", "gfx90a:sramecc+:xnack-"; "" on the host */
+  uint32_t compute_major; /**< compute capability (CUDA) or gfx version (HIP); 0 on the host */
+  uint32_t compute_minor; /**< the minor number of the same version; 0 on the host */
+  uint64_t total_memory;  /**< bytes */
+  uint32_t max_queues;    /**< the largest baton_device_create_info::queue_count accepted */
+  uint64_t capabilities;  /**< BATON_CAPABILITY_* bits */
 } baton_physical_device_properties;
 
-/* Writes the properties into *properties (caller-owned). The physical device is owned by its
+/** Writes the properties into *properties (caller-owned). The physical device is owned by its
  * instance. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null properties),
  * BATON_ERROR_INVALID_HANDLE. (PhysicalDevice::getProperties) */
 BATON_API baton_result baton_physical_device_get_properties(
@@ -298,7 +343,7 @@ BATON_API baton_result baton_physical_device_get_properties(
 
 /* ---- device (baton/device.hpp) -------------------------------------------------------------- */
 
-/* Destroys the device. Held submissions on its queues fail their signals; issued work is waited
+/** Destroys the device. Held submissions on its queues fail their signals; issued work is waited
  * for. Command buffers and buffers still alive are destroyed too (reported through the debug
  * callback; the result is then BATON_ERROR_OBJECT_IN_USE); the device is gone in every case. Not
  * to be called concurrently with other calls on this device.
@@ -307,43 +352,47 @@ BATON_API baton_result baton_physical_device_get_properties(
  * (Device::destroy) */
 BATON_API baton_result baton_device_destroy(baton_device device);
 
-/* Writes queue `index` (0..queue count-1). Queues are owned by the device (never destroyed by
+/** Writes queue `index` (0..queue count-1). Queues are owned by the device (never destroyed by
  * the caller). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (index out of range, null
  * queue), BATON_ERROR_INVALID_HANDLE. (Device::getQueue) */
 BATON_API baton_result baton_device_get_queue(baton_device device, uint32_t index,
                                               baton_queue* queue);
 
-/* Writes the number of queues. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
+/** Writes the number of queues. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
  * BATON_ERROR_INVALID_HANDLE. (Device::getQueueCount) */
 BATON_API baton_result baton_device_get_queue_count(baton_device device, uint32_t* count);
 
-/* Writes the physical device the device was created on (owned by the instance).
+/** Writes the physical device the device was created on (owned by the instance).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE.
  * (Device::getPhysicalDevice) */
 BATON_API baton_result baton_device_get_physical_device(baton_device device,
                                                         baton_physical_device* physical_device);
 
-/* Creates an empty command buffer for the device's queues. Ownership: the caller owns
+/** Creates an empty command buffer for the device's queues. Ownership: the caller owns
  * *command_buffer (destroy with baton_command_buffer_destroy). Returns BATON_SUCCESS,
  * BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_LOST.
  * (Device::createCommandBuffer) */
 BATON_API baton_result baton_device_create_command_buffer(baton_device device,
                                                           baton_command_buffer* command_buffer);
 
+/** Where a buffer's memory lives (baton::MemoryKind). */
 typedef enum baton_memory_kind {
-  BATON_MEMORY_KIND_DEVICE = 0,      /* device-local (host memory on the host backend) */
-  BATON_MEMORY_KIND_HOST_PINNED = 1, /* page-locked host memory the device can access */
-  BATON_MEMORY_KIND_MAX_ENUM = 0x7FFFFFFF
+  BATON_MEMORY_KIND_DEVICE = 0,           /**< device-local (host memory on the host backend) */
+  BATON_MEMORY_KIND_HOST_PINNED = 1,      /**< page-locked host memory the device can access */
+  BATON_MEMORY_KIND_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide; not a kind */
 } baton_memory_kind;
 
+/** What baton_device_create_buffer and baton_queue_alloca_buffer need
+ * (baton::BufferCreateInfo). */
 typedef struct baton_buffer_create_info {
-  uint64_t size; /* bytes, > 0 */
-  baton_memory_kind memory;
+  uint64_t size;            /**< bytes, > 0 */
+  baton_memory_kind memory; /**< one the device lacks is BATON_ERROR_NOT_SUPPORTED */
 } baton_buffer_create_info;
+/** The C++ defaults: size 0 (to be set), device memory. */
 #define BATON_BUFFER_CREATE_INFO_INIT \
   { 0, BATON_MEMORY_KIND_DEVICE }
 
-/* Allocates a buffer now (blocking; see baton_queue_alloca_buffer for queue-ordered allocation).
+/** Allocates a buffer now (blocking; see baton_queue_alloca_buffer for queue-ordered allocation).
  * info null means the defaults, whose size 0 is BATON_ERROR_INVALID_ARGUMENT. Ownership: the
  * caller owns *buffer (destroy with baton_buffer_destroy).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (size 0, an unknown memory kind, null
@@ -354,49 +403,51 @@ BATON_API baton_result baton_device_create_buffer(baton_device device,
                                                   const baton_buffer_create_info* info,
                                                   baton_buffer* buffer);
 
-/* Waits for every queue of the device to be idle, or timeout_ns (BATON_WAIT_FOREVER: no limit).
+/** Waits for every queue of the device to be idle, or timeout_ns (BATON_WAIT_FOREVER: no limit).
  * Returns what baton_queue_wait_idle returns. (Device::waitIdle) */
 BATON_API baton_result baton_device_wait_idle(baton_device device, uint64_t timeout_ns);
 
-/* baton_instance_wait_semaphores that also returns BATON_ERROR_DEVICE_LOST when this device is
+/** baton_instance_wait_semaphores that also returns BATON_ERROR_DEVICE_LOST when this device is
  * lost. (Device::waitSemaphores) */
 BATON_API baton_result baton_device_wait_semaphores(baton_device device,
                                                     const baton_semaphore_value* waits,
                                                     size_t wait_count, baton_wait_mode mode,
                                                     uint64_t timeout_ns);
 
-/* Device::setHostWaitSpin: a new device's spin, and the value that spins for a whole wait. */
+/** Device::setHostWaitSpin: a new device's spin (50 µs). */
 #define BATON_HOST_WAIT_SPIN_DEFAULT_NS UINT64_C(50000)
+/** Device::setHostWaitSpin: the value that spins for a whole wait. */
 #define BATON_HOST_WAIT_SPIN_FOREVER UINT64_MAX
 
-/* How long a host wait for a signal of this device (one recorded signal of a submission to its
+/** How long a host wait for a signal of this device (one recorded signal of a submission to its
  * queues covering the value) spins on the signal's driver event before it sleeps until the
- * device's completion thread wakes it: latency (about 1 µs spinning, 57-77 µs asleep on the H100
- * test machine) against the waiting thread's CPU. BATON_HOST_WAIT_SPIN_DEFAULT_NS (50 µs) on a
- * new device, 0 sleeps at once, BATON_HOST_WAIT_SPIN_FOREVER spins for the whole wait (yielding
- * between queries after 5 µs). For waits that start after the call; no effect on a host-backend
- * device. Thread safe. Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE.
- * (Device::setHostWaitSpin) */
+ * device's completion thread wakes it: latency (about 1 µs spinning, 67-125 µs asleep on the H100
+ * test machine: docs/performance.md) against the waiting thread's CPU.
+ * BATON_HOST_WAIT_SPIN_DEFAULT_NS (50 µs) on a new device, 0 sleeps at once,
+ * BATON_HOST_WAIT_SPIN_FOREVER spins for the whole wait (yielding between queries after 5 µs). For
+ * waits that start after the call; no effect on a host-backend device. Thread safe. Returns
+ * BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (Device::setHostWaitSpin) */
 BATON_API baton_result baton_device_set_host_wait_spin(baton_device device, uint64_t spin_ns);
 
 /* ---- queue (baton/queue.hpp) ---------------------------------------------------------------- */
 
-/* The most submit infos one submit accepts, and the most entries of each list of one. */
+/** The most submit infos one submit accepts. */
 #define BATON_MAX_SUBMIT_INFOS 4096u
+/** The most entries of each list (waits, command buffers, signals) of one submit info. */
 #define BATON_MAX_SUBMIT_ENTRIES 4096u
 
-/* One batch, as in vkQueueSubmit2: it runs after every wait is satisfied, executes the command
+/** One batch, as in vkQueueSubmit2: it runs after every wait is satisfied, executes the command
  * buffers in order, then signals every signal. Wait-before-signal is allowed. */
 typedef struct baton_submit_info {
-  const baton_semaphore_value* waits;
-  size_t wait_count;
-  const baton_command_buffer* command_buffers;
-  size_t command_buffer_count;
-  const baton_semaphore_value* signals;
-  size_t signal_count;
+  const baton_semaphore_value* waits;          /**< values the batch waits for before it runs */
+  size_t wait_count;                           /**< the number of waits */
+  const baton_command_buffer* command_buffers; /**< ended command buffers, run in this order */
+  size_t command_buffer_count;                 /**< the number of command_buffers */
+  const baton_semaphore_value* signals;        /**< values signalled once they have run */
+  size_t signal_count;                         /**< the number of signals */
 } baton_submit_info;
 
-/* Submits submits[0..submit_count) in order. Never blocks on their waits: a batch whose waits
+/** Submits submits[0..submit_count) in order. Never blocks on their waits: a batch whose waits
  * are not met is held (with everything behind it on this queue) and released as soon as they
  * can be met; on a GPU backend it may wait for room when ~1024 released batches are queued. If
  * a waited semaphore fails, the batch does not run and its signals fail. All-or-nothing: on an
@@ -411,7 +462,7 @@ typedef struct baton_submit_info {
 BATON_API baton_result baton_queue_submit(baton_queue queue, const baton_submit_info* submits,
                                           size_t submit_count);
 
-/* Queue-ordered allocation: creates *buffer now, its memory allocated in queue order once the
+/** Queue-ordered allocation: creates *buffer now, its memory allocated in queue order once the
  * waits are met, before the signals are signalled; use it only in work ordered after the
  * signals. Never waits for the waits. Ownership: the caller owns *buffer; release it with
  * baton_queue_dealloca_buffer (or baton_buffer_destroy).
@@ -426,7 +477,7 @@ BATON_API baton_result baton_queue_alloca_buffer(baton_queue queue,
                                                  const baton_semaphore_value* signals,
                                                  size_t signal_count, baton_buffer* buffer);
 
-/* Queue-ordered free of a buffer made by baton_queue_alloca_buffer: its memory is returned in
+/** Queue-ordered free of a buffer made by baton_queue_alloca_buffer: its memory is returned in
  * queue order after the waits, then the signals are signalled. Ownership: success consumes the
  * handle; an error consumes nothing (the buffer is still the caller's).
  * Returns what baton_queue_submit returns, plus BATON_ERROR_INVALID_HANDLE (a null or destroyed
@@ -438,152 +489,158 @@ BATON_API baton_result baton_queue_dealloca_buffer(baton_queue queue,
                                                    const baton_semaphore_value* signals,
                                                    size_t signal_count);
 
-/* Blocks until every batch submitted to the queue before the call has finished (held batches
+/** Blocks until every batch submitted to the queue before the call has finished (held batches
  * count as unfinished), or timeout_ns passes (BATON_WAIT_FOREVER: no limit).
  * Returns BATON_SUCCESS, BATON_TIMEOUT, BATON_ERROR_DEVICE_LOST, BATON_ERROR_INVALID_HANDLE,
  * BATON_ERROR_INVALID_STATE (at once, from a callback running on a queue of this device).
  * (Queue::waitIdle) */
 BATON_API baton_result baton_queue_wait_idle(baton_queue queue, uint64_t timeout_ns);
 
-/* Writes the device that owns the queue. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+/** Writes the device that owns the queue. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
  * (null), BATON_ERROR_INVALID_HANDLE. (Queue::getDevice) */
 BATON_API baton_result baton_queue_get_device(baton_queue queue, baton_device* device);
 
 /* ---- semaphore (baton/semaphore.hpp) -------------------------------------------------------- */
 
-/* Destroys the semaphore handle. If pending work still uses it, the semaphore is failed
+/** Destroys the semaphore handle. If pending work still uses it, the semaphore is failed
  * ("destroyed while pending work used it") so its waiters return, and the result is
  * BATON_ERROR_OBJECT_IN_USE; the handle is invalid afterwards in every case.
  * Returns BATON_SUCCESS, BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE.
  * (Semaphore::destroy) */
 BATON_API baton_result baton_semaphore_destroy(baton_semaphore semaphore);
 
-/* Writes the current value. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED (*value is still
+/** Writes the current value. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED (*value is still
  * written: the last value reached), BATON_ERROR_INVALID_ARGUMENT (null value),
  * BATON_ERROR_INVALID_HANDLE. (Semaphore::getValue) */
 BATON_API baton_result baton_semaphore_get_value(baton_semaphore semaphore, uint64_t* value);
 
-/* Signals `value` from the host, waking host waiters and releasing submissions that wait for it.
+/** Signals `value` from the host, waking host waiters and releasing submissions that wait for it.
  * Returns BATON_SUCCESS, BATON_ERROR_NON_INCREASING_VALUE (value <= current value; nothing
  * changes), BATON_ERROR_SEMAPHORE_FAILED (already failed), BATON_ERROR_INVALID_HANDLE.
  * (Semaphore::signal) */
 BATON_API baton_result baton_semaphore_signal(baton_semaphore semaphore, uint64_t value);
 
-/* Fails the semaphore with `reason` (copied; null gives "failed by the host"); the first failure
+/** Fails the semaphore with `reason` (copied; null gives "failed by the host"); the first failure
  * wins. Returns BATON_SUCCESS, BATON_ERROR_SEMAPHORE_FAILED or BATON_ERROR_DEVICE_LOST (already
  * failed: that failure's own result; nothing changes), BATON_ERROR_INVALID_HANDLE.
  * (Semaphore::fail) */
 BATON_API baton_result baton_semaphore_fail(baton_semaphore semaphore, const char* reason);
 
-/* Writes the first failure reason into buffer (caller-owned; NUL-terminated, truncated to
+/** Writes the first failure reason into buffer (caller-owned; NUL-terminated, truncated to
  * capacity), or "" when the semaphore has not failed. Returns BATON_SUCCESS,
  * BATON_ERROR_INVALID_ARGUMENT (null buffer, capacity 0; nothing written),
  * BATON_ERROR_INVALID_HANDLE. (Semaphore::getFailureReason) */
 BATON_API baton_result baton_semaphore_get_failure_reason(baton_semaphore semaphore, char* buffer,
                                                           size_t capacity);
 
-/* Host wait for one value; baton_instance_wait_semaphores with a single entry (the same
+/** Host wait for one value; baton_instance_wait_semaphores with a single entry (the same
  * results). (Semaphore::wait) */
 BATON_API baton_result baton_semaphore_wait(baton_semaphore semaphore, uint64_t value,
                                             uint64_t timeout_ns);
 
 /* ---- command buffer (baton/command_buffer.hpp) ---------------------------------------------- */
 
-/* Recording (begin, the commands, end) is not thread safe: one thread at a time per command
+/** \name Command buffers
+ * Recording (begin, the commands, end) is not thread safe: one thread at a time per command
  * buffer. A submission keeps the recording it was given, so begin may re-record while earlier
- * submissions are pending. */
+ * submissions are pending.
+ * @{ */
 
-/* The most bytes one baton_command_buffer_update_buffer records. */
+/** The most bytes one baton_command_buffer_update_buffer records. */
 #define BATON_MAX_UPDATE_SIZE 65536u
 
-/* Runs on the host, in queue order, when a submission reaches it; an error result fails the
+/** Runs on the host, in queue order, when a submission reaches it; an error result fails the
  * submission (its signals fail; later commands of it do not run). It must not block on work
  * queued behind it, nor call the native driver's stream API. What it may call of baton: see
  * baton::HostCallback (command_buffer.hpp); waits that would wait for its own device return
  * BATON_ERROR_INVALID_STATE. */
 typedef baton_result (*baton_host_callback)(void* user_data);
 
-/* The backend's native queue, handed to native callbacks at execution time. */
+/** The backend's native queue, handed to native callbacks at execution time. */
 typedef struct baton_native_queue {
-  baton_backend_kind backend;
-  void* stream; /* CUstream / hipStream_t; null on the host backend */
-  int32_t device_ordinal;
-  uint32_t queue_index;
+  baton_backend_kind backend; /**< the backend of the queue the callback runs on */
+  void* stream;               /**< CUstream / hipStream_t; null on the host backend */
+  int32_t device_ordinal;     /**< the CUDA/HIP device ordinal (properties' ordinal) */
+  uint32_t queue_index;       /**< the queue's index in its device (baton_device_get_queue) */
 } baton_native_queue;
 
-/* Runs on a host thread when the submission is issued, in queue order, with the native stream
+/** Runs on a host thread when the submission is issued, in queue order, with the native stream
  * (*queue is valid during the call only): enqueue work there and return; never block on other
  * baton work. On the host backend it runs on the queue's worker and its own work is the work.
  * An error result fails the submission. See baton::NativeCallback. */
 typedef baton_result (*baton_native_callback)(const baton_native_queue* queue, void* user_data);
 
-/* Destroys the command buffer; pending submissions keep their recording.
+/** Destroys the command buffer; pending submissions keep their recording.
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::destroy) */
 BATON_API baton_result baton_command_buffer_destroy(baton_command_buffer command_buffer);
 
-/* Starts a new recording, discarding the previous one (pending submissions keep theirs).
+/** Starts a new recording, discarding the previous one (pending submissions keep theirs).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::begin) */
 BATON_API baton_result baton_command_buffer_begin(baton_command_buffer command_buffer);
 
-/* Ends the recording; only ended command buffers can be submitted. Returns BATON_SUCCESS,
+/** Ends the recording; only ended command buffers can be submitted. Returns BATON_SUCCESS,
  * BATON_ERROR_INVALID_STATE (not recording), BATON_ERROR_INVALID_HANDLE. (CommandBuffer::end) */
 BATON_API baton_result baton_command_buffer_end(baton_command_buffer command_buffer);
+/** @} */
 
-/* Each recording call returns BATON_SUCCESS, BATON_ERROR_INVALID_STATE (not between begin and
+/** \name Recording calls
+ * Each recording call returns BATON_SUCCESS, BATON_ERROR_INVALID_STATE (not between begin and
  * end), BATON_ERROR_INVALID_HANDLE (the command buffer or a buffer), BATON_ERROR_DEVICE_MISMATCH
  * (a buffer of another device), BATON_ERROR_INVALID_ARGUMENT (a range outside a buffer, size 0,
  * null data or callback, or a break of the call's own rule). A rejected call records nothing.
- * The buffers stay the caller's; the recording keeps their memory alive while it is pending. */
+ * The buffers stay the caller's; the recording keeps their memory alive while it is pending.
+ * @{ */
 
-/* Copies `size` bytes; the ranges may share a buffer but must not overlap.
+/** Copies `size` bytes; the ranges may share a buffer but must not overlap.
  * (CommandBuffer::copyBuffer) */
 BATON_API baton_result baton_command_buffer_copy_buffer(baton_command_buffer command_buffer,
                                                         baton_buffer src, uint64_t src_offset,
                                                         baton_buffer dst, uint64_t dst_offset,
                                                         uint64_t size);
 
-/* Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
+/** Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
  * (CommandBuffer::fillBuffer) */
 BATON_API baton_result baton_command_buffer_fill_buffer(baton_command_buffer command_buffer,
                                                         baton_buffer dst, uint64_t offset,
                                                         uint64_t size, uint32_t pattern);
 
-/* Writes `size` (<= BATON_MAX_UPDATE_SIZE) bytes of `data` at offset; data is copied now (the
+/** Writes `size` (<= BATON_MAX_UPDATE_SIZE) bytes of `data` at offset; data is copied now (the
  * caller keeps it). (CommandBuffer::updateBuffer) */
 BATON_API baton_result baton_command_buffer_update_buffer(baton_command_buffer command_buffer,
                                                           baton_buffer dst, uint64_t offset,
                                                           uint64_t size, const void* data);
 
-/* Records a host callback; user_data stays the caller's and must stay valid until every
+/** Records a host callback; user_data stays the caller's and must stay valid until every
  * submission of the recording has run it. (CommandBuffer::hostCall) */
 BATON_API baton_result baton_command_buffer_host_call(baton_command_buffer command_buffer,
                                                       baton_host_callback callback,
                                                       void* user_data);
 
-/* Records a native callback; user_data as for baton_command_buffer_host_call.
+/** Records a native callback; user_data as for baton_command_buffer_host_call.
  * (CommandBuffer::native) */
 BATON_API baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
                                                    baton_native_callback callback, void* user_data);
+/** @} */
 
 /* ---- buffer (baton/buffer.hpp) -------------------------------------------------------------- */
 
-/* Destroys the buffer handle; command buffers recorded with it keep its memory alive until their
+/** Destroys the buffer handle; command buffers recorded with it keep its memory alive until their
  * pending submissions finish. Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE.
  * (Buffer::destroy) */
 BATON_API baton_result baton_buffer_destroy(baton_buffer buffer);
 
-/* Writes the size in bytes. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
+/** Writes the size in bytes. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
  * BATON_ERROR_INVALID_HANDLE. (Buffer::getSize) */
 BATON_API baton_result baton_buffer_get_size(baton_buffer buffer, uint64_t* size);
 
-/* Writes a host pointer to the memory, owned by the buffer and valid until it is destroyed;
+/** Writes a host pointer to the memory, owned by the buffer and valid until it is destroyed;
  * order host access against device work with semaphores. Returns BATON_SUCCESS, BATON_NOT_READY
  * (an alloca buffer whose allocation has not run yet; *host_pointer is null),
  * BATON_ERROR_NOT_SUPPORTED (device memory the host cannot map), BATON_ERROR_INVALID_ARGUMENT
  * (null), BATON_ERROR_INVALID_HANDLE. (Buffer::map) */
 BATON_API baton_result baton_buffer_map(baton_buffer buffer, void** host_pointer);
 
-/* Writes the address device code uses (a CUdeviceptr on CUDA, the host address on the host
+/** Writes the address device code uses (a CUdeviceptr on CUDA, the host address on the host
  * backend). Returns BATON_SUCCESS, BATON_NOT_READY (an alloca buffer not yet allocated;
  * *address is 0), BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE.
  * (Buffer::getDeviceAddress) */
@@ -593,7 +650,9 @@ BATON_API baton_result baton_buffer_get_device_address(baton_buffer buffer, uint
 }  // extern "C"
 #endif
 
-/* The C types have the sizes the ABI above assumes (an -fshort-enums build would break it). */
+/** \def BATON_C_STATIC_ASSERT(expr, message)
+ * static_assert (C++) or _Static_assert (C11), for the checks that follow: the C types have the
+ * sizes the ABI above assumes (an -fshort-enums build would break it). */
 #ifdef __cplusplus
 #define BATON_C_STATIC_ASSERT(expr, message) static_assert(expr, message)
 #else

@@ -1,4 +1,5 @@
-// baton/baton.hpp — includes the whole public API.
+/// \file
+/// baton/baton.hpp — includes the whole public API.
 #pragma once
 
 #include "baton/buffer.hpp"

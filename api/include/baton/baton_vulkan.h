@@ -1,4 +1,5 @@
-/* baton/baton_vulkan.h — the C API of Vulkan interop (baton/vulkan.hpp), C11 and C++.
+/** \file
+ * baton/baton_vulkan.h — the C API of Vulkan interop (baton/vulkan.hpp), C11 and C++.
  *
  * Present when libbaton was built with Vulkan interop (libvulkan-dev found; BATON_HAVE_VULKAN in
  * baton's build); needs <vulkan/vulkan.h>. The conventions of baton/baton.h apply: each function
@@ -20,72 +21,77 @@
 extern "C" {
 #endif
 
-/* How an import shares its object between Vulkan and baton. */
+/** How an import shares its object between Vulkan and baton. */
 typedef enum baton_interop_mode {
-  BATON_INTEROP_MODE_NATIVE = 0,  /* the backend imported the OS handle: GPU-side waits/signals */
-  BATON_INTEROP_MODE_BRIDGED = 1, /* baton forwards signals on the host; memory shared by mapping */
-  BATON_INTEROP_MODE_MAX_ENUM = 0x7FFFFFFF
+  BATON_INTEROP_MODE_NATIVE = 0, /**< the backend imported the OS handle: GPU-side waits/signals */
+  /** baton forwards signals on the host; memory shared by mapping */
+  BATON_INTEROP_MODE_BRIDGED = 1,
+  BATON_INTEROP_MODE_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide; not a mode */
 } baton_interop_mode;
 
-/* Which mode an import may use. */
+/** Which mode an import may use. */
 typedef enum baton_interop_mode_request {
-  BATON_INTEROP_MODE_REQUEST_AUTO = 0,    /* semaphores bridged; memory native when possible */
-  BATON_INTEROP_MODE_REQUEST_NATIVE = 1,  /* native or an error saying why not */
-  BATON_INTEROP_MODE_REQUEST_BRIDGED = 2, /* bridged even where native is possible */
-  BATON_INTEROP_MODE_REQUEST_MAX_ENUM = 0x7FFFFFFF
+  BATON_INTEROP_MODE_REQUEST_AUTO = 0,    /**< semaphores bridged; memory native when possible */
+  BATON_INTEROP_MODE_REQUEST_NATIVE = 1,  /**< native or an error saying why not */
+  BATON_INTEROP_MODE_REQUEST_BRIDGED = 2, /**< bridged even where native is possible */
+  BATON_INTEROP_MODE_REQUEST_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide */
 } baton_interop_mode_request;
 
-/* What the VkSemaphore sees when its baton semaphore fails (see VulkanFailurePolicy). */
+/** What the VkSemaphore sees when its baton semaphore fails (see VulkanFailurePolicy). */
 typedef enum baton_vulkan_failure_policy {
-  BATON_VULKAN_FAILURE_POLICY_HOLD = 0,    /* stop forwarding; Vulkan waiters stay blocked */
-  BATON_VULKAN_FAILURE_POLICY_RELEASE = 1, /* signal the largest value Vulkan accepts */
-  BATON_VULKAN_FAILURE_POLICY_MAX_ENUM = 0x7FFFFFFF
+  BATON_VULKAN_FAILURE_POLICY_HOLD = 0,    /**< stop forwarding; Vulkan waiters stay blocked */
+  BATON_VULKAN_FAILURE_POLICY_RELEASE = 1, /**< signal the largest value Vulkan accepts */
+  BATON_VULKAN_FAILURE_POLICY_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide */
 } baton_vulkan_failure_policy;
 
-/* "native" or "bridged". Never null; static storage. Thread safe. (baton::interopModeName) */
+/** "native" or "bridged". Never null; static storage. Thread safe. (baton::interopModeName) */
 BATON_API const char* baton_interop_mode_name(baton_interop_mode mode);
 
-/* The Vulkan device an import belongs to. Borrowed: baton never destroys these objects; keep them
+/** The Vulkan device an import belongs to. Borrowed: baton never destroys these objects; keep them
  * alive while any import made with them is alive. */
 typedef struct baton_vulkan_device {
-  VkInstance instance;
-  VkPhysicalDevice physical_device;
-  /* Created with the timelineSemaphore feature; for native imports also with
+  VkInstance instance;              /**< the instance of physical_device */
+  VkPhysicalDevice physical_device; /**< the physical device of device */
+  /** Created with the timelineSemaphore feature; for native imports also with
    * VK_KHR_external_semaphore_fd / VK_KHR_external_memory_fd. */
   VkDevice device;
-  /* Null: the vkGetInstanceProcAddr of the Vulkan loader baton is linked with. */
+  /** Null: the vkGetInstanceProcAddr of the Vulkan loader baton is linked with. */
   PFN_vkGetInstanceProcAddr get_instance_proc_addr;
 } baton_vulkan_device;
+/** All null: to be filled in. */
 #define BATON_VULKAN_DEVICE_INIT \
   { VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE, NULL }
 
 /* ---- semaphores ------------------------------------------------------------------------------ */
 
+/** What baton_import_vulkan_semaphore needs (baton::VulkanSemaphoreImportInfo). */
 typedef struct baton_vulkan_semaphore_import_info {
-  baton_vulkan_device vulkan;
-  /* Borrowed: keep it alive until the baton semaphore is destroyed. */
+  baton_vulkan_device vulkan; /**< the Vulkan device the semaphore was created on */
+  /** Borrowed: keep it alive until the baton semaphore is destroyed. */
   VkSemaphore semaphore;
-  /* The type it was created with: only VK_SEMAPHORE_TYPE_TIMELINE is accepted; the default
+  /** The type it was created with: only VK_SEMAPHORE_TYPE_TIMELINE is accepted; the default
    * (VK_SEMAPHORE_TYPE_MAX_ENUM, "not stated") is BATON_ERROR_INVALID_ARGUMENT. */
   VkSemaphoreType semaphore_type;
-  /* VkExportSemaphoreCreateInfo::handleTypes it was created with (0: not exportable). */
+  /** VkExportSemaphoreCreateInfo::handleTypes it was created with (0: not exportable). */
   VkExternalSemaphoreHandleTypeFlags export_handle_types;
-  /* An OPAQUE_FD exported from it, or -1 to let baton export one. Ownership: baton's after a
+  /** An OPAQUE_FD exported from it, or -1 to let baton export one. Ownership: baton's after a
    * successful import (in every mode), still the caller's after a failed one. */
   int fd;
-  /* The baton device that should import natively; null: bridged. */
+  /** The baton device that should import natively; null: bridged. */
   baton_device device;
-  baton_interop_mode_request mode;
-  baton_vulkan_failure_policy failure_policy;
-  const char* debug_name; /* may be null; copied */
+  baton_interop_mode_request mode;            /**< which mode the import may use */
+  baton_vulkan_failure_policy failure_policy; /**< what the VkSemaphore sees on failure */
+  const char* debug_name;                     /**< may be null; copied */
 } baton_vulkan_semaphore_import_info;
+/** The C++ defaults: semaphore_type not stated, fd -1, AUTO mode, HOLD policy; the Vulkan
+ * objects to be filled in. */
 #define BATON_VULKAN_SEMAPHORE_IMPORT_INFO_INIT                                                    \
   {                                                                                                \
     BATON_VULKAN_DEVICE_INIT, VK_NULL_HANDLE, VK_SEMAPHORE_TYPE_MAX_ENUM, 0, -1,                   \
         BATON_NULL_HANDLE, BATON_INTEROP_MODE_REQUEST_AUTO, BATON_VULKAN_FAILURE_POLICY_HOLD, NULL \
   }
 
-/* Imports a Vulkan timeline semaphore as a baton semaphore of `instance`, with its current value.
+/** Imports a Vulkan timeline semaphore as a baton semaphore of `instance`, with its current value.
  * Ownership: the caller owns *semaphore and destroys it (baton_semaphore_destroy) before the
  * VkSemaphore. A VkSemaphore can be imported only once at a time. Thread safe.
  * Returns BATON_SUCCESS; BATON_ERROR_INVALID_ARGUMENT (null handles or output, semaphore_type not
@@ -98,28 +104,31 @@ BATON_API baton_result baton_import_vulkan_semaphore(baton_instance instance,
                                                      const baton_vulkan_semaphore_import_info* info,
                                                      baton_semaphore* semaphore);
 
+/** What baton_create_vulkan_timeline needs (baton::VulkanTimelineCreateInfo). */
 typedef struct baton_vulkan_timeline_create_info {
-  baton_vulkan_device vulkan;
-  uint64_t initial_value;
-  baton_device device; /* as baton_vulkan_semaphore_import_info::device */
-  baton_interop_mode_request mode;
-  baton_vulkan_failure_policy failure_policy;
-  const char* debug_name;
+  baton_vulkan_device vulkan;      /**< the Vulkan device to create the VkSemaphore on */
+  uint64_t initial_value;          /**< the value the timeline starts at, on both sides */
+  baton_device device;             /**< as baton_vulkan_semaphore_import_info::device */
+  baton_interop_mode_request mode; /**< as for an import */
+  baton_vulkan_failure_policy failure_policy; /**< as for an import */
+  const char* debug_name;                     /**< may be null; copied */
 } baton_vulkan_timeline_create_info;
+/** The C++ defaults: initial value 0, no baton device, AUTO mode, HOLD policy, no name; the
+ * Vulkan device to be filled in. */
 #define BATON_VULKAN_TIMELINE_CREATE_INFO_INIT                                       \
   {                                                                                  \
     BATON_VULKAN_DEVICE_INIT, 0, BATON_NULL_HANDLE, BATON_INTEROP_MODE_REQUEST_AUTO, \
         BATON_VULKAN_FAILURE_POLICY_HOLD, NULL                                       \
   }
 
-/* A Vulkan timeline semaphore and the baton semaphore that shares its timeline. */
+/** A Vulkan timeline semaphore and the baton semaphore that shares its timeline. */
 typedef struct baton_vulkan_timeline {
-  VkSemaphore vulkan;
-  baton_semaphore baton;
-  baton_interop_mode mode;
+  VkSemaphore vulkan;      /**< the Vulkan side */
+  baton_semaphore baton;   /**< the baton side */
+  baton_interop_mode mode; /**< how the import carries the timeline */
 } baton_vulkan_timeline;
 
-/* Creates a timeline VkSemaphore on info->vulkan.device (exportable as OPAQUE_FD where possible)
+/** Creates a timeline VkSemaphore on info->vulkan.device (exportable as OPAQUE_FD where possible)
  * and imports it. Ownership: the caller owns both (release with baton_destroy_vulkan_timeline).
  * *timeline is written on success only. Returns what baton_import_vulkan_semaphore returns; on
  * an error nothing is left behind. (baton::createVulkanTimeline) */
@@ -127,7 +136,7 @@ BATON_API baton_result baton_create_vulkan_timeline(baton_instance instance,
                                                     const baton_vulkan_timeline_create_info* info,
                                                     baton_vulkan_timeline* timeline);
 
-/* Destroys timeline->baton, then timeline->vulkan (no Vulkan work may still use it); null
+/** Destroys timeline->baton, then timeline->vulkan (no Vulkan work may still use it); null
  * members are skipped, so a null or zeroed timeline is BATON_SUCCESS. Returns BATON_SUCCESS,
  * BATON_ERROR_OBJECT_IN_USE, BATON_ERROR_INVALID_HANDLE (what baton_semaphore_destroy returns;
  * the VkSemaphore is destroyed in each case) or BATON_ERROR_INVALID_ARGUMENT (a VkSemaphore with
@@ -135,17 +144,17 @@ BATON_API baton_result baton_create_vulkan_timeline(baton_instance instance,
 BATON_API baton_result baton_destroy_vulkan_timeline(const baton_vulkan_device* vulkan,
                                                      const baton_vulkan_timeline* timeline);
 
-/* How an import shares its object with Vulkan. */
+/** How an import shares its object with Vulkan. */
 typedef struct baton_vulkan_interop_info {
-  baton_interop_mode mode;
-  VkDevice device;
-  VkSemaphore semaphore;                      /* semaphores */
-  VkDeviceMemory memory;                      /* buffers */
-  baton_vulkan_failure_policy failure_policy; /* semaphores */
-  char reason[512]; /* why this mode (the text the debug callback received) */
+  baton_interop_mode mode;                    /**< how the import is carried */
+  VkDevice device;                            /**< the Vulkan device of the import */
+  VkSemaphore semaphore;                      /**< semaphores */
+  VkDeviceMemory memory;                      /**< buffers */
+  baton_vulkan_failure_policy failure_policy; /**< semaphores */
+  char reason[512]; /**< why this mode (the text the debug callback received) */
 } baton_vulkan_interop_info;
 
-/* Describes how `semaphore` shares its timeline with Vulkan, into *info (caller-owned; written
+/** Describes how `semaphore` shares its timeline with Vulkan, into *info (caller-owned; written
  * on success only). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null info; a semaphore
  * not imported from Vulkan), BATON_ERROR_INVALID_HANDLE. (baton::getVulkanSemaphoreInterop) */
 BATON_API baton_result baton_get_vulkan_semaphore_interop(baton_semaphore semaphore,
@@ -153,28 +162,31 @@ BATON_API baton_result baton_get_vulkan_semaphore_interop(baton_semaphore semaph
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 
+/** What baton_import_vulkan_memory needs (baton::VulkanMemoryImportInfo). */
 typedef struct baton_vulkan_memory_import_info {
-  baton_vulkan_device vulkan;
-  /* Borrowed: keep it alive until the baton buffer is destroyed and its last submission done. */
+  baton_vulkan_device vulkan; /**< the Vulkan device the memory was allocated on */
+  /** Borrowed: keep it alive until the baton buffer is destroyed and its last submission done. */
   VkDeviceMemory memory;
-  VkDeviceSize allocation_size; /* VkMemoryAllocateInfo::allocationSize */
-  VkDeviceSize offset;
-  VkDeviceSize size;          /* > 0, offset + size <= allocation_size */
-  uint32_t memory_type_index; /* VkMemoryAllocateInfo::memoryTypeIndex; default UINT32_MAX */
-  /* Bridged: where the range is already mapped by you, or null to let baton map it. */
+  VkDeviceSize allocation_size; /**< VkMemoryAllocateInfo::allocationSize */
+  VkDeviceSize offset;          /**< where the range starts in the allocation, in bytes */
+  VkDeviceSize size;            /**< > 0, offset + size <= allocation_size */
+  uint32_t memory_type_index;   /**< VkMemoryAllocateInfo::memoryTypeIndex; default UINT32_MAX */
+  /** Bridged: where the range is already mapped by you, or null to let baton map it. */
   void* host_pointer;
-  /* Native: an OPAQUE_FD exported from the allocation, or -1; ownership as for semaphores. */
+  /** Native: an OPAQUE_FD exported from the allocation, or -1; ownership as for semaphores. */
   int fd;
-  bool dedicated; /* native: a dedicated allocation */
-  baton_interop_mode_request mode;
+  bool dedicated;                  /**< native: a dedicated allocation */
+  baton_interop_mode_request mode; /**< which mode the import may use */
 } baton_vulkan_memory_import_info;
+/** The C++ defaults: memory_type_index UINT32_MAX (not stated), fd -1, AUTO mode; the Vulkan
+ * objects and the range to be filled in. */
 #define BATON_VULKAN_MEMORY_IMPORT_INFO_INIT                                        \
   {                                                                                 \
     BATON_VULKAN_DEVICE_INIT, VK_NULL_HANDLE, 0, 0, 0, UINT32_MAX, NULL, -1, false, \
         BATON_INTEROP_MODE_REQUEST_AUTO                                             \
   }
 
-/* Imports a range of Vulkan memory as a baton buffer of `device`. Ownership: the caller owns
+/** Imports a range of Vulkan memory as a baton buffer of `device`. Ownership: the caller owns
  * *buffer (baton_buffer_destroy); the memory stays the caller's. Thread safe.
  * Returns BATON_SUCCESS; BATON_ERROR_INVALID_ARGUMENT (null handles or output, size 0, a range
  * outside the allocation, an unknown memory type, an fd that is not open);
@@ -186,7 +198,7 @@ BATON_API baton_result baton_import_vulkan_memory(baton_device device,
                                                   const baton_vulkan_memory_import_info* info,
                                                   baton_buffer* buffer);
 
-/* Describes how `buffer` shares Vulkan memory, into *info (written on success only).
+/** Describes how `buffer` shares Vulkan memory, into *info (written on success only).
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null info; a buffer not imported from
  * Vulkan), BATON_ERROR_INVALID_HANDLE. (baton::getVulkanMemoryInterop) */
 BATON_API baton_result baton_get_vulkan_memory_interop(baton_buffer buffer,
@@ -194,7 +206,7 @@ BATON_API baton_result baton_get_vulkan_memory_interop(baton_buffer buffer,
 
 /* ---- devices --------------------------------------------------------------------------------- */
 
-/* Finds the baton physical device whose UUID is the Vulkan physical device's (only instance,
+/** Finds the baton physical device whose UUID is the Vulkan physical device's (only instance,
  * physical_device and get_instance_proc_addr of *vulkan are used). The handle is owned by the
  * instance. Returns BATON_SUCCESS; BATON_ERROR_NOT_SUPPORTED (none matches; the host backend
  * never does); BATON_ERROR_INVALID_ARGUMENT; BATON_ERROR_INVALID_HANDLE.
@@ -203,23 +215,27 @@ BATON_API baton_result baton_match_vulkan_physical_device(baton_instance instanc
                                                           const baton_vulkan_device* vulkan,
                                                           baton_physical_device* physical_device);
 
-/* What each side supports, and what an AUTO import would use. */
+/** What each side supports, and what an AUTO import would use. */
 typedef struct baton_vulkan_interop_support {
-  bool timeline_semaphores;
+  bool timeline_semaphores; /**< the Vulkan physical device supports timeline semaphores */
+  /** Handle types Vulkan can export timeline semaphores as. */
   VkExternalSemaphoreHandleTypeFlags vulkan_semaphore_export_types;
+  /** Handle types Vulkan can export buffer memory as. */
   VkExternalMemoryHandleTypeFlags vulkan_memory_export_types;
-  bool vulkan_external_semaphore_fd; /* VK_KHR_external_semaphore_fd */
-  bool vulkan_external_memory_fd;    /* VK_KHR_external_memory_fd */
+  bool vulkan_external_semaphore_fd; /**< VK_KHR_external_semaphore_fd */
+  bool vulkan_external_memory_fd;    /**< VK_KHR_external_memory_fd */
+  /** Semaphore handle types the baton device can import natively (none for the host backend). */
   VkExternalSemaphoreHandleTypeFlags baton_semaphore_import_types;
+  /** Memory handle types the baton device can import natively (none for the host backend). */
   VkExternalMemoryHandleTypeFlags baton_memory_import_types;
-  bool uuid_matches;
-  baton_interop_mode semaphore_mode;
-  baton_interop_mode memory_mode;
-  char semaphore_reason[512];
-  char memory_reason[512];
+  bool uuid_matches;                 /**< the baton device is the Vulkan device's GPU */
+  baton_interop_mode semaphore_mode; /**< what an AUTO import of an exportable semaphore uses */
+  baton_interop_mode memory_mode;    /**< what an AUTO import of exportable memory uses */
+  char semaphore_reason[512];        /**< why semaphore_mode */
+  char memory_reason[512];           /**< why memory_mode */
 } baton_vulkan_interop_support;
 
-/* Reports what *vulkan and `device` (may be null) support, into *support (written on success
+/** Reports what *vulkan and `device` (may be null) support, into *support (written on success
  * only). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT, BATON_ERROR_INVALID_HANDLE.
  * (baton::queryVulkanInterop) */
 BATON_API baton_result baton_query_vulkan_interop(const baton_vulkan_device* vulkan,

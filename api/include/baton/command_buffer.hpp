@@ -1,9 +1,10 @@
-// baton/command_buffer.hpp — recorded work for a device's queues.
-//
-// Record between begin() and end(), then submit to any queue of the same device, as often as
-// wanted: a submission keeps the recording it was given, so begin() may re-record while earlier
-// submissions are still pending. Recording is not thread safe: one thread at a time per command
-// buffer (external synchronisation, as in Vulkan). Commands execute in order.
+/// \file
+/// baton/command_buffer.hpp — recorded work for a device's queues.
+///
+/// Record between begin() and end(), then submit to any queue of the same device, as often as
+/// wanted: a submission keeps the recording it was given, so begin() may re-record while earlier
+/// submissions are still pending. Recording is not thread safe: one thread at a time per command
+/// buffer (external synchronisation, as in Vulkan). Commands execute in order.
 #pragma once
 
 #include <cstddef>
@@ -16,90 +17,97 @@
 
 namespace baton {
 
-// The most bytes one updateBuffer records (the data is copied at record time).
+/// The most bytes one updateBuffer records (the data is copied at record time).
 constexpr uint64_t kMaxUpdateSize = 65536;
 
-// Runs on the host, in queue order, when a submission reaches it. Returning an error code fails
-// the submission: its signal semaphores fail with a reason naming the code; commands after it in
-// the same submission do not run. It must not block on work queued behind it, and must not
-// call the native driver's stream API (CUDA forbids it inside host functions). On GPU backends it
-// runs inside the driver's host function.
-// Calling baton from inside (host calls and native callbacks alike, every backend): signal, fail,
-// query and wait for semaphores (a wait for work queued behind the callback never ends: give it
-// a timeout), submit to any queue including its own, create and destroy semaphores, command
-// buffers (also the one it runs from: the submission keeps what it runs) and buffers, and
-// queue-ordered alloca/dealloca are honoured. What would wait for the callback's own device —
-// Queue::waitIdle or Device::waitIdle of that device, Device::destroy of it, Instance::destroy of
-// its instance — returns ErrorInvalidState at once and changes nothing.
+/// Runs on the host, in queue order, when a submission reaches it. Returning an error code fails
+/// the submission: its signal semaphores fail with a reason naming the code; commands after it in
+/// the same submission do not run. It must not block on work queued behind it, and must not
+/// call the native driver's stream API (CUDA forbids it inside host functions). On GPU backends it
+/// runs inside the driver's host function.
+/// Calling baton from inside (host calls and native callbacks alike, every backend): signal, fail,
+/// query and wait for semaphores (a wait for work queued behind the callback never ends: give it
+/// a timeout), submit to any queue including its own, create and destroy semaphores, command
+/// buffers (also the one it runs from: the submission keeps what it runs) and buffers, and
+/// queue-ordered alloca/dealloca are honoured. What would wait for the callback's own device —
+/// Queue::waitIdle or Device::waitIdle of that device, Device::destroy of it, Instance::destroy of
+/// its instance — returns ErrorInvalidState at once and changes nothing.
 using HostCallback = Result (*)(void* userData);
 
-// The backend's native queue, handed to native callbacks at execution time.
+/// The backend's native queue, handed to native callbacks at execution time.
 struct NativeQueue {
-  BackendKind backend = BackendKind::Host;
-  void* stream = nullptr;  // CUstream / hipStream_t; null on the host backend
-  int32_t deviceOrdinal = 0;
-  uint32_t queueIndex = 0;
+  BackendKind backend = BackendKind::Host;  ///< the backend of the queue the callback runs on
+  void* stream = nullptr;                   ///< CUstream / hipStream_t; null on the host backend
+  int32_t deviceOrdinal = 0;  ///< the CUDA/HIP device ordinal (PhysicalDeviceProperties::ordinal)
+  uint32_t queueIndex = 0;    ///< the queue's index in its device (Device::getQueue)
 };
 
-// Runs on a host thread when the submission is issued, in queue order, with the native stream:
-// enqueue work there (kernels, library calls) and it executes in order with the rest of the
-// submission. On the host backend it runs on the queue's worker thread and its own work is the
-// work. An error return fails the submission like a HostCallback. On GPU backends it runs with
-// the device current (CUDA: its primary context; HIP: hipSetDevice to its ordinal, so runtime
-// calls target it; the calling thread's own context is restored afterwards), on one of two
-// threads:
-//   - the thread that called Queue::submit, inside that call, when nothing is held before the
-//     submission on its queue, each of its waits is reached or recorded on a GPU queue, the
-//     submit is made outside any baton callback, and every earlier submission of the queue is
-//     known to have completed (by default; BATON_STREAM_DIRECT_ISSUE=1: whether or not, =0:
-//     never);
-//   - for a submission that was held (wait-before-signal), under the same conditions, the thread
-//     whose signal released it, inside that call: a Semaphore::signal, a host queue's worker
-//     thread, or baton's bridge thread for a value Vulkan signalled;
-//   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
-//     released submissions of all its queues, in each queue's order), after the submit returned.
-// Which one it is can change from one submission to the next.
-// Either way it must enqueue work and return, never block waiting for other baton work (the
-// queue, and on the issuing thread the device's other queues, wait meanwhile).
-// What it may call of baton: as for HostCallback.
+/// Runs on a host thread when the submission is issued, in queue order, with the native stream:
+/// enqueue work there (kernels, library calls) and it executes in order with the rest of the
+/// submission. On the host backend it runs on the queue's worker thread and its own work is the
+/// work. An error return fails the submission like a HostCallback. On GPU backends it runs with
+/// the device current (CUDA: its primary context; HIP: hipSetDevice to its ordinal, so runtime
+/// calls target it; the calling thread's own context is restored afterwards), on one of two
+/// threads:
+///   - the thread that called Queue::submit, inside that call, when nothing is held before the
+///     submission on its queue, each of its waits is reached or recorded on a GPU queue, the
+///     submit is made outside any baton callback, and every earlier submission of the queue is
+///     known to have completed (by default; BATON_STREAM_DIRECT_ISSUE=1: whether or not, =0:
+///     never);
+///   - for a submission that was held (wait-before-signal), under the same conditions, the thread
+///     whose signal released it, inside that call: a Semaphore::signal, a host queue's worker
+///     thread, or baton's bridge thread for a value Vulkan signalled;
+///   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
+///     released submissions of all its queues, in each queue's order), after the submit returned.
+/// Which one it is can change from one submission to the next.
+/// Either way it must enqueue work and return, never block waiting for other baton work (the
+/// queue, and on the issuing thread the device's other queues, wait meanwhile).
+/// What it may call of baton: as for HostCallback.
 using NativeCallback = Result (*)(const NativeQueue& queue, void* userData);
 
+/// Recorded work for a device's queues (see baton/command_buffer.hpp): commands recorded between
+/// begin() and end(), submitted with Queue::submit. A non-owning handle (see Handle);
+/// Device::createCommandBuffer makes one, destroy() ends it, UniqueCommandBuffer owns one.
 class BATON_API CommandBuffer : public Handle<CommandBuffer> {
  public:
   using Handle::Handle;
 
-  // Destroys the command buffer; pending submissions keep their recording. Thread safe.
-  // Returns Success, ErrorInvalidHandle.
+  /// Destroys the command buffer; pending submissions keep their recording. Thread safe.
+  /// Returns Success, ErrorInvalidHandle.
   Result destroy() const noexcept;
 
-  // Starts a new recording, discarding the previous one (pending submissions keep theirs).
-  // Returns Success, ErrorInvalidHandle.
+  /// Starts a new recording, discarding the previous one (pending submissions keep theirs).
+  /// Returns Success, ErrorInvalidHandle.
   [[nodiscard]] Result begin() const noexcept;
-  // Ends the recording; only ended command buffers can be submitted.
-  // Returns Success, ErrorInvalidState (not recording), ErrorInvalidHandle.
+  /// Ends the recording; only ended command buffers can be submitted.
+  /// Returns Success, ErrorInvalidState (not recording), ErrorInvalidHandle.
   [[nodiscard]] Result end() const noexcept;
 
-  // Each recording call returns Success, ErrorInvalidState (not between begin and end),
-  // ErrorInvalidHandle (this or a buffer), ErrorDeviceMismatch (a buffer of another device),
-  // ErrorInvalidArgument (a range outside a buffer, size 0, null data or callback, or a break of
-  // the call's own rule below: overlapping copy ranges, an unaligned fill, an update above
-  // kMaxUpdateSize). A rejected call records nothing; the recording stays usable.
+  /// \name Recording calls
+  /// Each recording call returns Success, ErrorInvalidState (not between begin and end),
+  /// ErrorInvalidHandle (this or a buffer), ErrorDeviceMismatch (a buffer of another device),
+  /// ErrorInvalidArgument (a range outside a buffer, size 0, null data or callback, or a break of
+  /// the call's own rule below: overlapping copy ranges, an unaligned fill, an update above
+  /// kMaxUpdateSize). A rejected call records nothing; the recording stays usable.
+  ///@{
 
-  // Copies `size` bytes; the ranges may be in the same buffer but must not overlap.
+  /// Copies `size` bytes; the ranges may be in the same buffer but must not overlap.
   [[nodiscard]] Result copyBuffer(Buffer src, uint64_t srcOffset, Buffer dst, uint64_t dstOffset,
                                   uint64_t size) const noexcept;
-  // Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
+  /// Writes the 32-bit pattern over [offset, offset+size); offset and size multiples of 4.
   [[nodiscard]] Result fillBuffer(Buffer dst, uint64_t offset, uint64_t size,
                                   uint32_t pattern) const noexcept;
-  // Writes `size` (<= kMaxUpdateSize) bytes of `data`, copied now, at offset.
+  /// Writes `size` (<= kMaxUpdateSize) bytes of `data`, copied now, at offset.
   [[nodiscard]] Result updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
                                     const void* data) const noexcept;
-  // Records a host callback; see HostCallback.
+  /// Records a host callback; see HostCallback.
   [[nodiscard]] Result hostCall(HostCallback callback, void* userData) const noexcept;
-  // Records a native callback; see NativeCallback.
+  /// Records a native callback; see NativeCallback.
   [[nodiscard]] Result native(NativeCallback callback, void* userData) const noexcept;
+  ///@}
 };
 
+/// A CommandBuffer that is destroyed with its owner (see Unique).
 using UniqueCommandBuffer = Unique<CommandBuffer>;
 
 }  // namespace baton

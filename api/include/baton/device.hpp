@@ -1,4 +1,5 @@
-// baton/device.hpp — a logical device: its queues, command buffers and buffers.
+/// \file
+/// baton/device.hpp — a logical device: its queues, command buffers and buffers.
 #pragma once
 
 #include <cstdint>
@@ -16,84 +17,90 @@
 
 namespace baton {
 
-// The most queues any device accepts (a physical device may accept fewer: maxQueues).
+/// The most queues any device accepts (a physical device may accept fewer: maxQueues).
 constexpr uint32_t kMaxQueues = 64;
 
-// Device::setHostWaitSpin: a new device's spin (50 µs), and the value that spins for as long as
-// a wait lasts.
+/// Device::setHostWaitSpin: a new device's spin (50 µs).
 constexpr uint64_t kHostWaitSpinDefaultNs = 50'000;
+/// Device::setHostWaitSpin: the value that spins for as long as a wait lasts.
 constexpr uint64_t kHostWaitSpinForever = UINT64_MAX;
 
+/// What Instance::createDevice needs. Read during the call only.
 struct DeviceCreateInfo {
-  uint32_t queueCount = 1;  // 1..PhysicalDeviceProperties::maxQueues
-  // Copied; names the device in messages. Every message names a device as
-  // "device #<n> '<debugName>' (<backend>:<ordinal>)" — "device #2 'physics' (cuda:0)", or
-  // "device #2 (cuda:0)" without a name — where n numbers the instance's devices from 1 in
-  // creation order, so that two devices on one physical device are told apart; its queues are
-  // "queue <index> of <device>".
+  uint32_t queueCount = 1;  ///< 1..PhysicalDeviceProperties::maxQueues
+  /// Copied; names the device in messages. Every message names a device as
+  /// "device #<n> '<debugName>' (<backend>:<ordinal>)" — "device #2 'physics' (cuda:0)", or
+  /// "device #2 (cuda:0)" without a name — where n numbers the instance's devices from 1 in
+  /// creation order, so that two devices on one physical device are told apart; its queues are
+  /// "queue <index> of <device>".
   const char* debugName = nullptr;
 };
 
+/// A logical device on one physical device: it owns its queues and creates command buffers and
+/// buffers. A non-owning handle (see Handle); Instance::createDevice makes one, destroy() ends it,
+/// UniqueDevice owns one.
 class BATON_API Device : public Handle<Device> {
  public:
   using Handle::Handle;
 
-  // Destroys the device. Held submissions on its queues fail their signals (reason
-  // "<device> was destroyed before this submission ran"); issued work is waited for. Command
-  // buffers and buffers still alive are destroyed too, reported through the debug callback, and
-  // the result is then ErrorObjectInUse; the device is gone in every case. Not to be called
-  // concurrently with other calls on this device.
-  // Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState (called from a host
-  // call or native callback running on this device's queues: it would wait for that callback's
-  // own work; the device is left as it was).
+  /// Destroys the device. Held submissions on its queues fail their signals (reason
+  /// "<device> was destroyed before this submission ran"); issued work is waited for. Command
+  /// buffers and buffers still alive are destroyed too, reported through the debug callback, and
+  /// the result is then ErrorObjectInUse; the device is gone in every case. Not to be called
+  /// concurrently with other calls on this device.
+  /// Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState (called from a host
+  /// call or native callback running on this device's queues: it would wait for that callback's
+  /// own work; the device is left as it was).
   Result destroy() const noexcept;
 
-  // Writes queue `index` (0..queueCount-1); queues are owned by the device. Thread safe.
-  // Returns Success, ErrorInvalidArgument (index out of range, null), ErrorInvalidHandle.
+  /// Writes queue `index` (0..queueCount-1); queues are owned by the device. Thread safe.
+  /// Returns Success, ErrorInvalidArgument (index out of range, null), ErrorInvalidHandle.
   [[nodiscard]] Result getQueue(uint32_t index, Queue* queue) const noexcept;
-  // Writes the number of queues. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
+  /// Writes the number of queues. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
   [[nodiscard]] Result getQueueCount(uint32_t* count) const noexcept;
-  // Writes the physical device this device was created on. Thread safe. Returns Success,
-  // ErrorInvalidArgument (null), ErrorInvalidHandle.
+  /// Writes the physical device this device was created on. Thread safe. Returns Success,
+  /// ErrorInvalidArgument (null), ErrorInvalidHandle.
   [[nodiscard]] Result getPhysicalDevice(PhysicalDevice* physicalDevice) const noexcept;
 
-  // Creates an empty command buffer for this device's queues. Ownership: the caller owns it.
-  // Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle, ErrorDeviceLost.
+  /// Creates an empty command buffer for this device's queues. Ownership: the caller owns it.
+  /// Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle, ErrorDeviceLost.
   [[nodiscard]] Result createCommandBuffer(CommandBuffer* commandBuffer) const noexcept;
 
-  // Allocates a buffer now (blocking; see Queue::allocaBuffer for queue-ordered allocation).
-  // Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0,
-  // a MemoryKind value that is not one of its enumerators, null output), ErrorNotSupported (a
-  // memory kind the device lacks: see kCapabilityDeviceMemory, kCapabilityHostPinnedMemory),
-  // ErrorOutOfDeviceMemory, ErrorOutOfHostMemory, ErrorDeviceLost, ErrorInvalidHandle.
+  /// Allocates a buffer now (blocking; see Queue::allocaBuffer for queue-ordered allocation).
+  /// Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0,
+  /// a MemoryKind value that is not one of its enumerators, null output), ErrorNotSupported (a
+  /// memory kind the device lacks: see kCapabilityDeviceMemory, kCapabilityHostPinnedMemory),
+  /// ErrorOutOfDeviceMemory, ErrorOutOfHostMemory, ErrorDeviceLost, ErrorInvalidHandle.
   [[nodiscard]] Result createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept;
 
-  // Waits for every queue of the device to be idle (see Queue::waitIdle; the same results,
-  // ErrorInvalidState from inside a callback running on any of its queues). Thread safe.
+  /// Waits for every queue of the device to be idle (see Queue::waitIdle; the same results,
+  /// ErrorInvalidState from inside a callback running on any of its queues). Thread safe.
   [[nodiscard]] Result waitIdle(uint64_t timeoutNs = kWaitForever) const noexcept;
 
-  // The same as Instance::waitSemaphores; additionally returns ErrorDeviceLost when this
-  // device is lost. Thread safe.
+  /// The same as Instance::waitSemaphores; additionally returns ErrorDeviceLost when this
+  /// device is lost. Thread safe.
   [[nodiscard]] Result waitSemaphores(Span<const SemaphoreValue> waits, WaitMode mode,
                                       uint64_t timeoutNs) const noexcept;
 
-  // How long a host wait for a signal of this device spins before it sleeps: CPU time traded
-  // for wake-up latency, as CUDA's spin and blocking-sync scheduling trade them. It applies to
-  // a host wait (Semaphore::wait, Instance::waitSemaphores, Device::waitSemaphores) for a value
-  // that one recorded signal of a submission to this device's queues covers: the waiting
-  // thread queries the signal's driver event, which sees the GPU finish within about a
-  // microsecond, and keeps its core busy meanwhile. When the spin ends first, the thread sleeps
-  // until the queue's completion thread, itself asleep in the driver until the GPU's interrupt,
-  // wakes it: on the H100 test machine 57-77 µs after the GPU finished (README, issue 16).
-  // `spinNs`: kHostWaitSpinDefaultNs (50 µs) on a new device; 0 sleeps at once;
-  // kHostWaitSpinForever spins for the whole wait (past the first 5 µs, yielding the core
-  // between queries to other runnable threads). Waits that no single recorded signal covers (a
-  // value not submitted yet, WaitMode::Any over several pending semaphores) sleep as before.
-  // Waits that start after the call use it. No effect on a host-backend device, whose queue
-  // threads wake waiters as they signal. Thread safe. Returns Success, ErrorInvalidHandle.
+  /// How long a host wait for a signal of this device spins before it sleeps: CPU time traded
+  /// for wake-up latency, as CUDA's spin and blocking-sync scheduling trade them. It applies to
+  /// a host wait (Semaphore::wait, Instance::waitSemaphores, Device::waitSemaphores) for a value
+  /// that one recorded signal of a submission to this device's queues covers: the waiting
+  /// thread queries the signal's driver event, which sees the GPU finish within about a
+  /// microsecond, and keeps its core busy meanwhile. When the spin ends first, the thread sleeps
+  /// until the queue's completion thread, itself asleep in the driver until the GPU's interrupt,
+  /// wakes it, about when a raw blocking-sync event would (67-125 µs after the GPU finished on the
+  /// H100 test machine; docs/performance.md).
+  /// `spinNs`: kHostWaitSpinDefaultNs (50 µs) on a new device; 0 sleeps at once;
+  /// kHostWaitSpinForever spins for the whole wait (past the first 5 µs, yielding the core
+  /// between queries to other runnable threads). Waits that no single recorded signal covers (a
+  /// value not submitted yet, WaitMode::Any over several pending semaphores) sleep as before.
+  /// Waits that start after the call use it. No effect on a host-backend device, whose queue
+  /// threads wake waiters as they signal. Thread safe. Returns Success, ErrorInvalidHandle.
   [[nodiscard]] Result setHostWaitSpin(uint64_t spinNs) const noexcept;
 };
 
+/// A Device that is destroyed with its owner (see Unique).
 using UniqueDevice = Unique<Device>;
 
 }  // namespace baton

@@ -1,5 +1,6 @@
-/* baton/export.h — BATON_API, the mark of what libbaton exports. C11 and C++, so that the C
- * headers (baton/baton.h, baton/baton_vulkan.h) and the C++ headers (baton/<name>.hpp) share it.
+/** \file
+ * baton/export.h — BATON_API, the mark of what libbaton exports. C11 and C++, so that the C
+ * headers (baton/baton.h, baton/baton_vulkan.h) and the C++ headers (`baton/<name>.hpp`) share it.
  *
  * libbaton is built with hidden symbol visibility: only declarations marked BATON_API — the C
  * functions, the C++ free functions and the C++ handle classes of the public headers — are
@@ -10,7 +11,9 @@
 #ifndef BATON_EXPORT_H_
 #define BATON_EXPORT_H_
 
-/* Default visibility on GCC and Clang (ELF); nothing elsewhere. */
+/** \def BATON_API
+ * Marks a declaration that libbaton exports (see the top of this header). Default visibility on
+ * GCC and Clang (ELF); nothing elsewhere. */
 #if defined(__GNUC__) || defined(__clang__)
 #define BATON_API __attribute__((visibility("default")))
 #else

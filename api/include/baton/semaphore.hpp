@@ -1,10 +1,11 @@
-// baton/semaphore.hpp — timeline semaphores with failure (DESIGN §1).
-//
-// A semaphore holds a 64-bit value that only rises. A wait for W is satisfied by any value >= W
-// and stays satisfied. Queue submissions may wait for values whose signal has not been
-// submitted yet (wait-before-signal). A semaphore can fail, with a reason: it then stays failed,
-// every waiter returns ErrorSemaphoreFailed with the first reason, and submissions that waited on
-// it fail their own signal semaphores in turn.
+/// \file
+/// baton/semaphore.hpp — timeline semaphores with failure (DESIGN §1).
+///
+/// A semaphore holds a 64-bit value that only rises. A wait for W is satisfied by any value >= W
+/// and stays satisfied. Queue submissions may wait for values whose signal has not been
+/// submitted yet (wait-before-signal). A semaphore can fail, with a reason: it then stays failed,
+/// every waiter returns ErrorSemaphoreFailed with the first reason, and submissions that waited on
+/// it fail their own signal semaphores in turn.
 #pragma once
 
 #include <cstddef>
@@ -18,70 +19,75 @@
 
 namespace baton {
 
-// The most entries one host wait accepts; more is ErrorInvalidArgument.
+/// The most entries one host wait accepts; more is ErrorInvalidArgument.
 constexpr size_t kMaxWaitCount = 1u << 16;
 
+/// What Instance::createSemaphore needs. Read during the call only.
 struct SemaphoreCreateInfo {
-  uint64_t initialValue = 0;
-  const char* debugName = nullptr;  // copied; appears in messages about this semaphore
+  uint64_t initialValue = 0;        ///< the value the semaphore starts at
+  const char* debugName = nullptr;  ///< copied; appears in messages about this semaphore
 };
 
+/// A timeline semaphore (see baton/semaphore.hpp): a 64-bit value that only rises, and that
+/// can fail. A non-owning handle (see Handle); Instance::createSemaphore (or, with Vulkan interop,
+/// importVulkanSemaphore) makes one, destroy() ends it, UniqueSemaphore owns one.
 class BATON_API Semaphore : public Handle<Semaphore> {
  public:
   using Handle::Handle;
 
-  // Destroys the semaphore handle. If pending work still uses it (submissions not yet finished
-  // that wait on or signal it, or host threads waiting on it), the semaphore is failed with the
-  // reason "destroyed while pending work used it", so that its waiters return promptly with it
-  // (and submissions waiting on it fail their signals), and the result is ErrorObjectInUse; the
-  // handle is invalid afterwards in every case. Work that has just finished (a wait for its
-  // signal may already have returned) lets go of the semaphore within microseconds; destroy
-  // gives it up to 10 ms before counting it as pending, so destroying right after a wait
-  // succeeds. Memory lives on until the last pending submission that references it is done.
-  // Thread safe.
-  // Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
+  /// Destroys the semaphore handle. If pending work still uses it (submissions not yet finished
+  /// that wait on or signal it, or host threads waiting on it), the semaphore is failed with the
+  /// reason "destroyed while pending work used it", so that its waiters return promptly with it
+  /// (and submissions waiting on it fail their signals), and the result is ErrorObjectInUse; the
+  /// handle is invalid afterwards in every case. Work that has just finished (a wait for its
+  /// signal may already have returned) lets go of the semaphore within microseconds; destroy
+  /// gives it up to 10 ms before counting it as pending, so destroying right after a wait
+  /// succeeds. Memory lives on until the last pending submission that references it is done.
+  /// Thread safe.
+  /// Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
   Result destroy() const noexcept;
 
-  // Writes the current value. Device signals are observed as they complete (recorded events
-  // are queried), so the value is current to within the query. Thread safe.
-  // Returns Success, ErrorSemaphoreFailed (*value is still written: the last value reached),
-  // ErrorInvalidArgument (null), ErrorInvalidHandle.
+  /// Writes the current value. Device signals are observed as they complete (recorded events
+  /// are queried), so the value is current to within the query. Thread safe.
+  /// Returns Success, ErrorSemaphoreFailed (*value is still written: the last value reached),
+  /// ErrorInvalidArgument (null), ErrorInvalidHandle.
   [[nodiscard]] Result getValue(uint64_t* value) const noexcept;
 
-  // Signals `value` from the host, waking host waiters and releasing queued submissions that
-  // wait for it (released on this thread before the call returns; on a GPU backend this thread
-  // enqueues a released submission itself, native callbacks included, when its queue has
-  // nothing else pending, and the device's issuing thread enqueues the others: see
-  // NativeCallback). Thread safe.
-  // Returns Success, ErrorNonIncreasingValue (value <= current value; nothing changes),
-  // ErrorSemaphoreFailed (already failed), ErrorInvalidHandle.
+  /// Signals `value` from the host, waking host waiters and releasing queued submissions that
+  /// wait for it (released on this thread before the call returns; on a GPU backend this thread
+  /// enqueues a released submission itself, native callbacks included, when its queue has
+  /// nothing else pending, and the device's issuing thread enqueues the others: see
+  /// NativeCallback). Thread safe.
+  /// Returns Success, ErrorNonIncreasingValue (value <= current value; nothing changes),
+  /// ErrorSemaphoreFailed (already failed), ErrorInvalidHandle.
   [[nodiscard]] Result signal(uint64_t value) const noexcept;
 
-  // Fails the semaphore with `reason` (copied; null gives "failed by the host"). The first
-  // failure wins: on a semaphore that has failed already, nothing changes and the result is that
-  // failure's own (what its waiters return): ErrorDeviceLost when device loss failed it (a signal
-  // of it was pending on a lost device, or waited for a semaphore that device loss failed; the
-  // reason names the device and the driver's error), ErrorSemaphoreFailed otherwise (failed by
-  // the host, or by work that failed). Thread safe.
-  // Returns Success, ErrorSemaphoreFailed, ErrorDeviceLost (both: already failed),
-  // ErrorInvalidHandle.
+  /// Fails the semaphore with `reason` (copied; null gives "failed by the host"). The first
+  /// failure wins: on a semaphore that has failed already, nothing changes and the result is that
+  /// failure's own (what its waiters return): ErrorDeviceLost when device loss failed it (a signal
+  /// of it was pending on a lost device, or waited for a semaphore that device loss failed; the
+  /// reason names the device and the driver's error), ErrorSemaphoreFailed otherwise (failed by
+  /// the host, or by work that failed). Thread safe.
+  /// Returns Success, ErrorSemaphoreFailed, ErrorDeviceLost (both: already failed),
+  /// ErrorInvalidHandle.
   [[nodiscard]] Result fail(const char* reason) const noexcept;
 
-  // Writes the first failure reason (NUL-terminated, truncated to capacity) or "" when the
-  // semaphore has not failed. Thread safe. Returns Success, ErrorInvalidArgument (null buffer,
-  // capacity 0; nothing is written), ErrorInvalidHandle.
+  /// Writes the first failure reason (NUL-terminated, truncated to capacity) or "" when the
+  /// semaphore has not failed. Thread safe. Returns Success, ErrorInvalidArgument (null buffer,
+  /// capacity 0; nothing is written), ErrorInvalidHandle.
   [[nodiscard]] Result getFailureReason(char* buffer, size_t capacity) const noexcept;
 
-  // Host wait for one value; the same as Instance::waitSemaphores with a single entry.
+  /// Host wait for one value; the same as Instance::waitSemaphores with a single entry.
   [[nodiscard]] Result wait(uint64_t value, uint64_t timeoutNs) const noexcept;
 };
 
+/// A Semaphore that is destroyed with its owner (see Unique).
 using UniqueSemaphore = Unique<Semaphore>;
 
-// A {semaphore, value} pair: an entry of a host wait, or a submission's wait or signal.
+/// A {semaphore, value} pair: an entry of a host wait, or a submission's wait or signal.
 struct SemaphoreValue {
-  Semaphore semaphore;
-  uint64_t value = 0;
+  Semaphore semaphore;  ///< the semaphore waited for or signalled
+  uint64_t value = 0;   ///< the value: a wait is satisfied by any value >= it
 };
 
 }  // namespace baton

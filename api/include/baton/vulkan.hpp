@@ -1,70 +1,73 @@
-// baton/vulkan.hpp — Vulkan interop: share timeline semaphores and memory with a Vulkan device
-// (DESIGN §5). The only baton header that includes <vulkan/vulkan.h>; it uses Vulkan types only
-// (no prototypes), so it works with VK_NO_PROTOTYPES and loaders such as volk.
-//
-// A Vulkan timeline semaphore imported into baton is an ordinary baton Semaphore: any queue of
-// any device of the instance, and the host, wait on it and signal it, with the semantics of
-// DESIGN §1, while Vulkan queues and the Vulkan host API wait on and signal the VkSemaphore.
-// Both sides see one timeline. Two modes carry it, chosen per import:
-//
-//   Native   the baton device imports the semaphore's OPAQUE_FD (CUDA:
-//            cuImportExternalSemaphore with the timeline fd type). That device's queues signal
-//            it in stream order, and wait for it GPU-side (cuWaitExternalSemaphoresAsync) for
-//            values no baton queue has recorded a signal of yet, so that Vulkan -> CUDA and
-//            CUDA -> Vulkan edges need no host hop. Values raised anywhere else (the host,
-//            host queues, other devices) are forwarded as in bridged mode; host waits for
-//            values baton queues signal use baton's own events (vkWaitSemaphores took 10 ms to
-//            notice a CUDA signal on the NVIDIA driver), values Vulkan signals are observed by
-//            the watcher as in bridged mode. Needs a baton device whose backend imports timeline
-//            fds (kCapabilityExternalSemaphoreTimelineFd: the CUDA backend), a Vulkan device
-//            with VK_KHR_external_semaphore_fd enabled, a semaphore created exportable, and
-//            equal device UUIDs. Native memory: cuImportExternalMemory +
-//            cuExternalMemoryGetMappedBuffer; the buffer has a device address, no host mapping.
-//   Bridged  baton forwards signals on the host: a value baton reaches (host signal, queue
-//            signal, device signal observed complete) is passed to vkSignalSemaphore on the
-//            thread that reached it; values Vulkan reaches are observed by a watcher thread per
-//            import (vkWaitSemaphores on the next value, in slices of at most 10 ms) and passed
-//            to baton. Same semantics, higher latency (see bench/interop). Used for the host
-//            backend, HIP, and Vulkan drivers without VK_KHR_external_semaphore_fd such as Mesa's
-//            lavapipe. A host wait through baton for a value baton signals never goes through
-//            Vulkan.
-//
-// Ordering in bridged mode: a value baton reaches is published to baton's waiters first and
-// passed to vkSignalSemaphore right after, on the same thread; so a thread that baton woke may
-// still read the older value from Vulkan for a moment (Semaphore::signal itself returns only
-// after the forward). Vulkan work waiting for the value is released either way. The other way
-// round, Semaphore::getValue and baton waits see a value Vulkan reached once the watcher has
-// read it (bench/interop measures the delay).
-//
-// InteropModeRequest::Auto bridges semaphores, and imports memory natively when every condition
-// holds (Bridged otherwise). It says why through the instance's debug callback
-// (MessageSeverity::Info, or Warning when the device UUIDs differ); getVulkanSemaphoreInterop /
-// getVulkanMemoryInterop report it later. Semaphores are bridged even where native import is
-// possible because that is faster for every hop but one on the driver measured (bench/interop,
-// H100, NVIDIA driver 580; µs per hop, native / bridged):
-//   Vulkan queue signal -> CUDA queue wait       318.9 / 34.9
-//   CUDA queue signal -> Vulkan queue wait       314.1 / 8.5
-//   Vulkan <-> CUDA queue round trip             319.0 / 22.3
-//   CUDA queue signal -> vkWaitSemaphores        ~10,000 (DESIGN §6) / forwarded
-//   Vulkan host signal -> CUDA queue wait        7.4 / 10.2   (the one hop native wins)
-//   CUDA queue signal -> baton host wait         equal: baton's own events in both modes
-// Request InteropModeRequest::Native for GPU-side waits and signals that need no host thread.
-//
-// Rules Vulkan imposes that baton cannot check for you:
-//   - The values of one timeline must rise in the order they are signalled, across both sides:
-//     a baton signal of v while a Vulkan signal of a value below v is still pending breaks
-//     VUID-VkSemaphoreSignalInfo-value-03259, as it would in plain Vulkan.
-//   - Vulkan cannot be asked whether a semaphore is a timeline or exportable, nor which memory
-//     type an allocation has: the import infos ask you to state them.
-//
-// Failure (Vulkan has none): when an imported semaphore fails in baton (Semaphore::fail, a
-// failed producer, baton device loss, destruction with work pending), baton waiters return
-// ErrorSemaphoreFailed as usual. What Vulkan sees is set by VulkanFailurePolicy: by default
-// nothing (forwarding stops; Vulkan work waiting for values baton would have signalled stays
-// blocked), or a release signal so that Vulkan waits return (see VulkanFailurePolicy::Release).
-// A Vulkan call of the bridge that fails (VK_ERROR_DEVICE_LOST seen by the watcher's
-// vkWaitSemaphores or by a forwarding vkSignalSemaphore) fails the baton semaphore, with a
-// reason naming the VkResult, so that the two sides never silently diverge.
+/// \file
+/// baton/vulkan.hpp — Vulkan interop: share timeline semaphores and memory with a Vulkan device
+/// (DESIGN §5). The only baton header that includes <vulkan/vulkan.h>; it uses Vulkan types only
+/// (no prototypes), so it works with VK_NO_PROTOTYPES and loaders such as volk.
+///
+/// A Vulkan timeline semaphore imported into baton is an ordinary baton Semaphore: any queue of
+/// any device of the instance, and the host, wait on it and signal it, with the semantics of
+/// DESIGN §1, while Vulkan queues and the Vulkan host API wait on and signal the VkSemaphore.
+/// Both sides see one timeline. Two modes carry it, chosen per import:
+///
+///   - **Native**: the baton device imports the semaphore's OPAQUE_FD (CUDA:
+///     cuImportExternalSemaphore with the timeline fd type). That device's queues signal
+///     it in stream order, and wait for it GPU-side (cuWaitExternalSemaphoresAsync) for
+///     values no baton queue has recorded a signal of yet, so that Vulkan -> CUDA and
+///     CUDA -> Vulkan edges need no host hop. Values raised anywhere else (the host,
+///     host queues, other devices) are forwarded as in bridged mode; host waits for
+///     values baton queues signal use baton's own events (vkWaitSemaphores took 10 ms to
+///     notice a CUDA signal on the NVIDIA driver), values Vulkan signals are observed by
+///     the watcher as in bridged mode. Needs a baton device whose backend imports timeline
+///     fds (kCapabilityExternalSemaphoreTimelineFd: the CUDA backend), a Vulkan device
+///     with VK_KHR_external_semaphore_fd enabled, a semaphore created exportable, and
+///     equal device UUIDs. Native memory: cuImportExternalMemory +
+///     cuExternalMemoryGetMappedBuffer; the buffer has a device address, no host mapping.
+///   - **Bridged**: baton forwards signals on the host: a value baton reaches (host signal, queue
+///     signal, device signal observed complete) is passed to vkSignalSemaphore on the
+///     thread that reached it; values Vulkan reaches are observed by a watcher thread per
+///     import (vkWaitSemaphores on the next value, in slices of at most 10 ms) and passed
+///     to baton. Same semantics, higher latency (see bench/interop). Used for the host
+///     backend, HIP, and Vulkan drivers without VK_KHR_external_semaphore_fd such as Mesa's
+///     lavapipe. A host wait through baton for a value baton signals never goes through
+///     Vulkan.
+///
+/// Ordering in bridged mode: a value baton reaches is published to baton's waiters first and
+/// passed to vkSignalSemaphore right after, on the same thread; so a thread that baton woke may
+/// still read the older value from Vulkan for a moment (Semaphore::signal itself returns only
+/// after the forward). Vulkan work waiting for the value is released either way. The other way
+/// round, Semaphore::getValue and baton waits see a value Vulkan reached once the watcher has
+/// read it (bench/interop measures the delay).
+///
+/// InteropModeRequest::Auto bridges semaphores, and imports memory natively when every condition
+/// holds (Bridged otherwise). It says why through the instance's debug callback
+/// (MessageSeverity::Info, or Warning when the device UUIDs differ); getVulkanSemaphoreInterop /
+/// getVulkanMemoryInterop report it later. Semaphores are bridged even where native import is
+/// possible because that is faster for every hop but one on the driver measured (bench/interop,
+/// H100, NVIDIA driver 580; µs per hop, native / bridged):
+/// \verbatim
+///   Vulkan queue signal -> CUDA queue wait       318.9 / 34.9
+///   CUDA queue signal -> Vulkan queue wait       314.1 / 8.5
+///   Vulkan <-> CUDA queue round trip             319.0 / 22.3
+///   CUDA queue signal -> vkWaitSemaphores        ~10,000 (DESIGN §6) / forwarded
+///   Vulkan host signal -> CUDA queue wait        7.4 / 10.2   (the one hop native wins)
+///   CUDA queue signal -> baton host wait         equal: baton's own events in both modes
+/// \endverbatim
+/// Request InteropModeRequest::Native for GPU-side waits and signals that need no host thread.
+///
+/// Rules Vulkan imposes that baton cannot check for you:
+///   - The values of one timeline must rise in the order they are signalled, across both sides:
+///     a baton signal of v while a Vulkan signal of a value below v is still pending breaks
+///     VUID-VkSemaphoreSignalInfo-value-03259, as it would in plain Vulkan.
+///   - Vulkan cannot be asked whether a semaphore is a timeline or exportable, nor which memory
+///     type an allocation has: the import infos ask you to state them.
+///
+/// Failure (Vulkan has none): when an imported semaphore fails in baton (Semaphore::fail, a
+/// failed producer, baton device loss, destruction with work pending), baton waiters return
+/// ErrorSemaphoreFailed as usual. What Vulkan sees is set by VulkanFailurePolicy: by default
+/// nothing (forwarding stops; Vulkan work waiting for values baton would have signalled stays
+/// blocked), or a release signal so that Vulkan waits return (see VulkanFailurePolicy::Release).
+/// A Vulkan call of the bridge that fails (VK_ERROR_DEVICE_LOST seen by the watcher's
+/// vkWaitSemaphores or by a forwarding vkSignalSemaphore) fails the baton semaphore, with a
+/// reason naming the VkResult, so that the two sides never silently diverge.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -83,231 +86,243 @@
 
 namespace baton {
 
-// How an import shares its object between Vulkan and baton (see the top of this header).
+/// How an import shares its object between Vulkan and baton (see the top of this header).
 enum class InteropMode : uint32_t {
-  Native = 0,   // the backend imported the OS handle: GPU-side waits and signals
-  Bridged = 1,  // baton forwards signals on the host; memory is shared by mapping
+  Native = 0,   ///< the backend imported the OS handle: GPU-side waits and signals
+  Bridged = 1,  ///< baton forwards signals on the host; memory is shared by mapping
 };
 
-// Which mode an import may use.
+/// Which mode an import may use.
 enum class InteropModeRequest : uint32_t {
-  Auto = 0,     // semaphores Bridged; memory Native when possible, else Bridged (see above)
-  Native = 1,   // Native or an error (ErrorNotSupported / ErrorDeviceMismatch) saying why not
-  Bridged = 2,  // Bridged even where Native is possible (tests, measurements)
+  Auto = 0,     ///< semaphores Bridged; memory Native when possible, else Bridged (see above)
+  Native = 1,   ///< Native or an error (ErrorNotSupported / ErrorDeviceMismatch) saying why not
+  Bridged = 2,  ///< Bridged even where Native is possible (tests, measurements)
 };
 
-// "native" or "bridged". Never null. Thread safe.
+/// "native" or "bridged". Never null. Thread safe.
 BATON_API const char* interopModeName(InteropMode mode) noexcept;
 
-// What the VkSemaphore sees when its baton semaphore fails. Vulkan has no failure state.
+/// What the VkSemaphore sees when its baton semaphore fails. Vulkan has no failure state.
 enum class VulkanFailurePolicy : uint32_t {
-  // Stop forwarding: Vulkan is never signalled again by baton, so Vulkan work waiting for a
-  // value that baton would have signalled stays blocked (it depends on results that were not
-  // produced). Before tearing Vulkan down, release it yourself (vkSignalSemaphore) or make sure
-  // no such work was submitted. Native mode: a baton queue's GPU-side wait already in its stream
-  // is a wait on the VkSemaphore too, so that queue stays blocked like the Vulkan work (baton
-  // waits on the failed semaphore itself return at once; work behind the blocked wait only
-  // runs once the VkSemaphore reaches the value).
+  /// Stop forwarding: Vulkan is never signalled again by baton, so Vulkan work waiting for a
+  /// value that baton would have signalled stays blocked (it depends on results that were not
+  /// produced). Before tearing Vulkan down, release it yourself (vkSignalSemaphore) or make sure
+  /// no such work was submitted. Native mode: a baton queue's GPU-side wait already in its stream
+  /// is a wait on the VkSemaphore too, so that queue stays blocked like the Vulkan work (baton
+  /// waits on the failed semaphore itself return at once; work behind the blocked wait only
+  /// runs once the VkSemaphore reaches the value).
   Hold = 0,
-  // Signal the largest value Vulkan accepts (current + maxTimelineSemaphoreValueDifference), so
-  // that every Vulkan wait on the semaphore returns and vkDeviceWaitIdle/teardown cannot hang.
-  // The data those waits guarded is not valid, and if Vulkan itself still has signals of this
-  // semaphore pending, this breaks Vulkan's ordering rules (VUID-VkSemaphoreSignalInfo-value-
-  // 03259): use it for teardown paths, and read the failure from baton. Native mode: GPU-side
-  // waits of baton queues are released too, and the submissions they belong to fail their
-  // signals (DESIGN §1) instead of completing them.
+  /// Signal the largest value Vulkan accepts (current + maxTimelineSemaphoreValueDifference), so
+  /// that every Vulkan wait on the semaphore returns and vkDeviceWaitIdle/teardown cannot hang.
+  /// The data those waits guarded is not valid, and if Vulkan itself still has signals of this
+  /// semaphore pending, this breaks Vulkan's ordering rules (VUID-VkSemaphoreSignalInfo-value-
+  /// 03259): use it for teardown paths, and read the failure from baton. Native mode: GPU-side
+  /// waits of baton queues are released too, and the submissions they belong to fail their
+  /// signals (DESIGN §1) instead of completing them.
   Release = 1,
 };
 
-// The Vulkan device an import belongs to. Borrowed: baton never destroys these objects; keep
-// them alive while any import made with them is alive (see each import for what "alive" means).
+/// The Vulkan device an import belongs to. Borrowed: baton never destroys these objects; keep
+/// them alive while any import made with them is alive (see each import for what "alive" means).
 struct VulkanDevice {
-  VkInstance instance = VK_NULL_HANDLE;
-  VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;
-  // Created with Vulkan 1.2's timelineSemaphore feature (or VK_KHR_timeline_semaphore) enabled;
-  // for native imports also with VK_KHR_external_semaphore_fd / VK_KHR_external_memory_fd.
+  VkInstance instance = VK_NULL_HANDLE;              ///< the instance of physicalDevice
+  VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;  ///< the physical device of device
+  /// Created with Vulkan 1.2's timelineSemaphore feature (or VK_KHR_timeline_semaphore) enabled;
+  /// for native imports also with VK_KHR_external_semaphore_fd / VK_KHR_external_memory_fd.
   VkDevice device = VK_NULL_HANDLE;
-  // How baton resolves Vulkan functions; null means the vkGetInstanceProcAddr of the Vulkan
-  // loader baton is linked with.
+  /// How baton resolves Vulkan functions; null means the vkGetInstanceProcAddr of the Vulkan
+  /// loader baton is linked with.
   PFN_vkGetInstanceProcAddr getInstanceProcAddr = nullptr;
 };
 
 // ---- semaphores -------------------------------------------------------------------------------
 
+/// What importVulkanSemaphore needs. Read during the call only (the fd excepted: see fd).
 struct VulkanSemaphoreImportInfo {
-  VulkanDevice vulkan;
-  // The semaphore. Borrowed: keep it alive until the baton semaphore is destroyed (after
-  // Semaphore::destroy returns, baton never touches it again).
+  VulkanDevice vulkan;  ///< the Vulkan device the semaphore was created on
+  /// The semaphore. Borrowed: keep it alive until the baton semaphore is destroyed (after
+  /// Semaphore::destroy returns, baton never touches it again).
   VkSemaphore semaphore = VK_NULL_HANDLE;
-  // The type it was created with (VkSemaphoreTypeCreateInfo). Vulkan cannot be asked, and a
-  // binary semaphore cannot carry a timeline: anything but VK_SEMAPHORE_TYPE_TIMELINE is
-  // refused. The default (MAX_ENUM, "not stated") is ErrorInvalidArgument.
+  /// The type it was created with (VkSemaphoreTypeCreateInfo). Vulkan cannot be asked, and a
+  /// binary semaphore cannot carry a timeline: anything but VK_SEMAPHORE_TYPE_TIMELINE is
+  /// refused. The default (MAX_ENUM, "not stated") is ErrorInvalidArgument.
   VkSemaphoreType semaphoreType = VK_SEMAPHORE_TYPE_MAX_ENUM;
-  // VkExportSemaphoreCreateInfo::handleTypes it was created with (0: not exportable, so native
-  // import is impossible; Auto bridges semaphores in any case).
+  /// VkExportSemaphoreCreateInfo::handleTypes it was created with (0: not exportable, so native
+  /// import is impossible; Auto bridges semaphores in any case).
   VkExternalSemaphoreHandleTypeFlags exportHandleTypes = 0;
-  // An OPAQUE_FD already exported from it (vkGetSemaphoreFdKHR), or -1 to let baton export one
-  // when it imports natively. Ownership: after a successful import baton owns the fd in every
-  // mode (native: the driver keeps it, as cuImportExternalSemaphore does; bridged: closed at
-  // once); after a failed import the caller still owns it. A descriptor that is not open is
-  // ErrorInvalidArgument.
+  /// An OPAQUE_FD already exported from it (vkGetSemaphoreFdKHR), or -1 to let baton export one
+  /// when it imports natively. Ownership: after a successful import baton owns the fd in every
+  /// mode (native: the driver keeps it, as cuImportExternalSemaphore does; bridged: closed at
+  /// once); after a failed import the caller still owns it. A descriptor that is not open is
+  /// ErrorInvalidArgument.
   int fd = -1;
-  // The baton device that should import natively when Native is requested (its backend must
-  // declare kCapabilityExternalSemaphoreTimelineFd). Null: no native device, so Bridged. The
-  // semaphore is usable by every device of the instance in either mode.
+  /// The baton device that should import natively when Native is requested (its backend must
+  /// declare kCapabilityExternalSemaphoreTimelineFd). Null: no native device, so Bridged. The
+  /// semaphore is usable by every device of the instance in either mode.
   Device device;
-  InteropModeRequest mode = InteropModeRequest::Auto;
+  InteropModeRequest mode = InteropModeRequest::Auto;  ///< which mode the import may use
+  /// What the VkSemaphore sees when the baton semaphore fails.
   VulkanFailurePolicy failurePolicy = VulkanFailurePolicy::Hold;
-  const char* debugName = nullptr;  // copied; names the baton semaphore in messages
+  const char* debugName = nullptr;  ///< copied; names the baton semaphore in messages
 };
 
-// Imports a Vulkan timeline semaphore as a baton semaphore of `instance`, with the Vulkan
-// semaphore's current value as its initial value. The debug callback receives which mode was
-// chosen and why. Ownership: the caller owns *semaphore and destroys it with
-// Semaphore::destroy (or UniqueSemaphore) before destroying the VkSemaphore; destroying it with
-// baton work pending fails it (see Semaphore::destroy) and applies the failure policy. A
-// VkSemaphore can be imported only once at a time. Thread safe.
-// Returns Success; ErrorInvalidArgument (null handles or output, semaphoreType not stated, an fd
-// that is not open, unknown enum values); ErrorNotSupported (a binary semaphore, a Vulkan device
-// without timeline semaphores, mode Native impossible: the message lists every reason);
-// ErrorDeviceMismatch (mode Native with a baton device whose UUID differs from the Vulkan
-// physical device's, or a device of another instance); ErrorInvalidState (the VkSemaphore is
-// already imported); ErrorInvalidHandle; ErrorDriver (a Vulkan call failed: the VkResult is
-// named); ErrorOutOfHostMemory.
+/// Imports a Vulkan timeline semaphore as a baton semaphore of `instance`, with the Vulkan
+/// semaphore's current value as its initial value. The debug callback receives which mode was
+/// chosen and why. Ownership: the caller owns *semaphore and destroys it with
+/// Semaphore::destroy (or UniqueSemaphore) before destroying the VkSemaphore; destroying it with
+/// baton work pending fails it (see Semaphore::destroy) and applies the failure policy. A
+/// VkSemaphore can be imported only once at a time. Thread safe.
+/// Returns Success; ErrorInvalidArgument (null handles or output, semaphoreType not stated, an fd
+/// that is not open, unknown enum values); ErrorNotSupported (a binary semaphore, a Vulkan device
+/// without timeline semaphores, mode Native impossible: the message lists every reason);
+/// ErrorDeviceMismatch (mode Native with a baton device whose UUID differs from the Vulkan
+/// physical device's, or a device of another instance); ErrorInvalidState (the VkSemaphore is
+/// already imported); ErrorInvalidHandle; ErrorDriver (a Vulkan call failed: the VkResult is
+/// named); ErrorOutOfHostMemory.
 [[nodiscard]] BATON_API Result importVulkanSemaphore(Instance instance,
                                                      const VulkanSemaphoreImportInfo& info,
                                                      Semaphore* semaphore) noexcept;
 
+/// What createVulkanTimeline needs. Read during the call only.
 struct VulkanTimelineCreateInfo {
-  VulkanDevice vulkan;
-  uint64_t initialValue = 0;
-  Device device;  // as VulkanSemaphoreImportInfo::device
-  InteropModeRequest mode = InteropModeRequest::Auto;
+  VulkanDevice vulkan;        ///< the Vulkan device to create the VkSemaphore on
+  uint64_t initialValue = 0;  ///< the value the timeline starts at, on both sides
+  Device device;              ///< as VulkanSemaphoreImportInfo::device
+  InteropModeRequest mode = InteropModeRequest::Auto;  ///< as VulkanSemaphoreImportInfo::mode
+  /// As VulkanSemaphoreImportInfo::failurePolicy.
   VulkanFailurePolicy failurePolicy = VulkanFailurePolicy::Hold;
-  const char* debugName = nullptr;
+  const char* debugName = nullptr;  ///< copied; names the baton semaphore in messages
 };
 
-// A Vulkan timeline semaphore and the baton semaphore that shares its timeline.
+/// A Vulkan timeline semaphore and the baton semaphore that shares its timeline.
 struct VulkanTimeline {
-  VkSemaphore vulkan = VK_NULL_HANDLE;
-  Semaphore baton;
-  InteropMode mode = InteropMode::Bridged;
+  VkSemaphore vulkan = VK_NULL_HANDLE;      ///< the Vulkan side
+  Semaphore baton;                          ///< the baton side
+  InteropMode mode = InteropMode::Bridged;  ///< how the import carries the timeline
 };
 
-// Creates a timeline VkSemaphore on info.vulkan.device — exportable as OPAQUE_FD when the Vulkan
-// device can export timelines that way — and imports it (importVulkanSemaphore). Ownership: the
-// caller owns both and releases them with destroyVulkanTimeline. Thread safe. Returns what
-// importVulkanSemaphore returns; on any error nothing is left behind.
+/// Creates a timeline VkSemaphore on info.vulkan.device — exportable as OPAQUE_FD when the Vulkan
+/// device can export timelines that way — and imports it (importVulkanSemaphore). Ownership: the
+/// caller owns both and releases them with destroyVulkanTimeline. Thread safe. Returns what
+/// importVulkanSemaphore returns; on any error nothing is left behind.
 [[nodiscard]] BATON_API Result createVulkanTimeline(Instance instance,
                                                     const VulkanTimelineCreateInfo& info,
                                                     VulkanTimeline* timeline) noexcept;
 
-// Destroys timeline.baton (Semaphore::destroy), then timeline.vulkan (vkDestroySemaphore). The
-// caller makes sure no Vulkan work still uses the VkSemaphore, as vkDestroySemaphore requires.
-// Returns what Semaphore::destroy returns (Success, ErrorObjectInUse, ErrorInvalidHandle);
-// the VkSemaphore is destroyed in every case except ErrorInvalidArgument (null vulkan.device).
+/// Destroys timeline.baton (Semaphore::destroy), then timeline.vulkan (vkDestroySemaphore). The
+/// caller makes sure no Vulkan work still uses the VkSemaphore, as vkDestroySemaphore requires.
+/// Returns what Semaphore::destroy returns (Success, ErrorObjectInUse, ErrorInvalidHandle);
+/// the VkSemaphore is destroyed in every case except ErrorInvalidArgument (null vulkan.device).
 BATON_API Result destroyVulkanTimeline(const VulkanDevice& vulkan,
                                        const VulkanTimeline& timeline) noexcept;
 
-// What an import is and how it is carried.
+/// What an import is and how it is carried.
 struct VulkanInteropInfo {
-  InteropMode mode = InteropMode::Bridged;
-  VkDevice device = VK_NULL_HANDLE;
-  VkSemaphore semaphore = VK_NULL_HANDLE;                         // semaphores
-  VkDeviceMemory memory = VK_NULL_HANDLE;                         // buffers
-  VulkanFailurePolicy failurePolicy = VulkanFailurePolicy::Hold;  // semaphores
-  char reason[512] = {};  // why this mode (the text the debug callback received)
+  InteropMode mode = InteropMode::Bridged;  ///< how the import is carried
+  VkDevice device = VK_NULL_HANDLE;         ///< the Vulkan device of the import
+  VkSemaphore semaphore = VK_NULL_HANDLE;   ///< semaphores
+  VkDeviceMemory memory = VK_NULL_HANDLE;   ///< buffers
+  VulkanFailurePolicy failurePolicy = VulkanFailurePolicy::Hold;  ///< semaphores
+  char reason[512] = {};  ///< why this mode (the text the debug callback received)
 };
 
-// Describes how `semaphore` shares its timeline with Vulkan. Thread safe. Returns Success,
-// ErrorInvalidArgument (null output; a semaphore not imported from Vulkan), ErrorInvalidHandle.
+/// Describes how `semaphore` shares its timeline with Vulkan. Thread safe. Returns Success,
+/// ErrorInvalidArgument (null output; a semaphore not imported from Vulkan), ErrorInvalidHandle.
 [[nodiscard]] BATON_API Result getVulkanSemaphoreInterop(Semaphore semaphore,
                                                          VulkanInteropInfo* info) noexcept;
 
 // ---- memory -----------------------------------------------------------------------------------
 
+/// What importVulkanMemory needs. Read during the call only (the fd excepted: see fd).
 struct VulkanMemoryImportInfo {
-  VulkanDevice vulkan;
-  // The allocation and the range of it the baton buffer covers. Borrowed: keep the memory (and
-  // the VkDevice) alive until the baton buffer is destroyed and the last baton submission that
-  // uses it has finished.
+  VulkanDevice vulkan;  ///< the Vulkan device the memory was allocated on
+  /// The allocation and the range of it the baton buffer covers. Borrowed: keep the memory (and
+  /// the VkDevice) alive until the baton buffer is destroyed and the last baton submission that
+  /// uses it has finished.
   VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkDeviceSize allocationSize = 0;  // VkMemoryAllocateInfo::allocationSize
-  VkDeviceSize offset = 0;
-  VkDeviceSize size = 0;  // > 0, offset + size <= allocationSize
-  // VkMemoryAllocateInfo::memoryTypeIndex: Vulkan cannot be asked which type an allocation has.
-  // Bridged mode needs HOST_VISIBLE | HOST_COHERENT (shared by mapping, with no flushes to order).
+  VkDeviceSize allocationSize = 0;  ///< VkMemoryAllocateInfo::allocationSize
+  VkDeviceSize offset = 0;          ///< where the range starts in the allocation, in bytes
+  VkDeviceSize size = 0;            ///< > 0, offset + size <= allocationSize
+  /// VkMemoryAllocateInfo::memoryTypeIndex: Vulkan cannot be asked which type an allocation has.
+  /// Bridged mode needs HOST_VISIBLE | HOST_COHERENT (shared by mapping, with no flushes to order).
   uint32_t memoryTypeIndex = UINT32_MAX;
-  // Bridged: where the range is already mapped by you (vkMapMemory pointer + offset), or null to
-  // let baton vkMapMemory it (then baton unmaps it when the buffer is released: do not map the
-  // memory yourself meanwhile, Vulkan allows one mapping per allocation; use Buffer::map).
+  /// Bridged: where the range is already mapped by you (vkMapMemory pointer + offset), or null to
+  /// let baton vkMapMemory it (then baton unmaps it when the buffer is released: do not map the
+  /// memory yourself meanwhile, Vulkan allows one mapping per allocation; use Buffer::map).
   void* hostPointer = nullptr;
-  // Native: an OPAQUE_FD exported from the allocation (vkGetMemoryFdKHR), or -1 to let baton
-  // export one. Ownership as VulkanSemaphoreImportInfo::fd.
+  /// Native: an OPAQUE_FD exported from the allocation (vkGetMemoryFdKHR), or -1 to let baton
+  /// export one. Ownership as VulkanSemaphoreImportInfo::fd.
   int fd = -1;
-  // Native: the allocation is a dedicated one (VkMemoryDedicatedAllocateInfo chained to
-  // VkMemoryAllocateInfo). CUDA must be told (CUDA_EXTERNAL_MEMORY_DEDICATED); a wrong value
-  // makes the import fail or map the wrong memory. Ignored in bridged mode.
+  /// Native: the allocation is a dedicated one (VkMemoryDedicatedAllocateInfo chained to
+  /// VkMemoryAllocateInfo). CUDA must be told (CUDA_EXTERNAL_MEMORY_DEDICATED); a wrong value
+  /// makes the import fail or map the wrong memory. Ignored in bridged mode.
   bool dedicated = false;
-  InteropModeRequest mode = InteropModeRequest::Auto;
+  InteropModeRequest mode = InteropModeRequest::Auto;  ///< which mode the import may use
 };
 
-// Imports a range of Vulkan memory as a baton Buffer of `device` (MemoryKind::HostPinned in
-// bridged mode), usable by its command buffers and, through Buffer::map and
-// Buffer::getDeviceAddress, by native callbacks. Bridged mode shares the mapping: the host
-// backend reads and writes the Vulkan memory directly; order accesses with semaphores (the
-// memory is coherent, so a semaphore signal after a write is all Vulkan needs). Ownership: the
-// caller owns *buffer (Buffer::destroy); the memory stays the caller's. Thread safe.
-// Returns Success; ErrorInvalidArgument (null handles or output, size 0, a range outside the
-// allocation, memoryTypeIndex unknown or out of range, an fd that is not open); ErrorNotSupported
-// (bridged: memory not HOST_VISIBLE|HOST_COHERENT, or a device whose backend cannot use a host
-// mapping; Native impossible: the message lists why); ErrorDeviceMismatch (Native with different
-// device UUIDs); ErrorInvalidHandle; ErrorDriver (vkMapMemory failed: the VkResult is named);
-// ErrorOutOfHostMemory.
+/// Imports a range of Vulkan memory as a baton Buffer of `device` (MemoryKind::HostPinned in
+/// bridged mode), usable by its command buffers and, through Buffer::map and
+/// Buffer::getDeviceAddress, by native callbacks. Bridged mode shares the mapping: the host
+/// backend reads and writes the Vulkan memory directly; order accesses with semaphores (the
+/// memory is coherent, so a semaphore signal after a write is all Vulkan needs). Ownership: the
+/// caller owns *buffer (Buffer::destroy); the memory stays the caller's. Thread safe.
+/// Returns Success; ErrorInvalidArgument (null handles or output, size 0, a range outside the
+/// allocation, memoryTypeIndex unknown or out of range, an fd that is not open); ErrorNotSupported
+/// (bridged: memory not HOST_VISIBLE|HOST_COHERENT, or a device whose backend cannot use a host
+/// mapping; Native impossible: the message lists why); ErrorDeviceMismatch (Native with different
+/// device UUIDs); ErrorInvalidHandle; ErrorDriver (vkMapMemory failed: the VkResult is named);
+/// ErrorOutOfHostMemory.
 [[nodiscard]] BATON_API Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
                                                   Buffer* buffer) noexcept;
 
-// Describes how `buffer` shares Vulkan memory. Thread safe. Returns Success,
-// ErrorInvalidArgument (null output; a buffer not imported from Vulkan), ErrorInvalidHandle.
+/// Describes how `buffer` shares Vulkan memory. Thread safe. Returns Success,
+/// ErrorInvalidArgument (null output; a buffer not imported from Vulkan), ErrorInvalidHandle.
 [[nodiscard]] BATON_API Result getVulkanMemoryInterop(Buffer buffer,
                                                       VulkanInteropInfo* info) noexcept;
 
 // ---- devices ----------------------------------------------------------------------------------
 
-// Finds the baton physical device of `instance` whose UUID equals the Vulkan physical device's
-// VkPhysicalDeviceIDProperties::deviceUUID (CUDA: cuDeviceGetUuid). Only vulkan.instance,
-// vulkan.physicalDevice and vulkan.getInstanceProcAddr are used. Thread safe.
-// Returns Success; ErrorNotSupported (no baton device matches: the message names the UUID and
-// the Vulkan device; the host backend never matches, use bridged mode with it);
-// ErrorInvalidArgument; ErrorInvalidHandle.
+/// Finds the baton physical device of `instance` whose UUID equals the Vulkan physical device's
+/// VkPhysicalDeviceIDProperties::deviceUUID (CUDA: cuDeviceGetUuid). Only vulkan.instance,
+/// vulkan.physicalDevice and vulkan.getInstanceProcAddr are used. Thread safe.
+/// Returns Success; ErrorNotSupported (no baton device matches: the message names the UUID and
+/// the Vulkan device; the host backend never matches, use bridged mode with it);
+/// ErrorInvalidArgument; ErrorInvalidHandle.
 [[nodiscard]] BATON_API Result matchVulkanPhysicalDevice(Instance instance,
                                                          const VulkanDevice& vulkan,
                                                          PhysicalDevice* physicalDevice) noexcept;
 
-// What each side supports, and what an Auto import would use.
+/// What each side supports, and what an Auto import would use.
 struct VulkanInteropSupport {
-  bool timelineSemaphores = false;  // the Vulkan physical device supports timeline semaphores
-  // Handle types Vulkan can export timeline semaphores / buffer memory as.
+  bool timelineSemaphores = false;  ///< the Vulkan physical device supports timeline semaphores
+  /// Handle types Vulkan can export timeline semaphores as.
   VkExternalSemaphoreHandleTypeFlags vulkanSemaphoreExportTypes = 0;
+  /// Handle types Vulkan can export buffer memory as.
   VkExternalMemoryHandleTypeFlags vulkanMemoryExportTypes = 0;
-  // Device extensions the Vulkan physical device offers for fd export.
-  bool vulkanExternalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd
-  bool vulkanExternalMemoryFd = false;     // VK_KHR_external_memory_fd
-  // Handle types the baton device can import natively (none for the host backend).
+  /// The Vulkan physical device offers the device extension VK_KHR_external_semaphore_fd (for
+  /// fd export).
+  bool vulkanExternalSemaphoreFd = false;
+  /// The Vulkan physical device offers the device extension VK_KHR_external_memory_fd (for fd
+  /// export).
+  bool vulkanExternalMemoryFd = false;
+  /// Semaphore handle types the baton device can import natively (none for the host backend).
   VkExternalSemaphoreHandleTypeFlags batonSemaphoreImportTypes = 0;
+  /// Memory handle types the baton device can import natively (none for the host backend).
   VkExternalMemoryHandleTypeFlags batonMemoryImportTypes = 0;
-  bool uuidMatches = false;  // the baton device is the Vulkan device's GPU
-  // The mode importVulkanSemaphore / importVulkanMemory with InteropModeRequest::Auto would use
-  // for an exportable semaphore / memory, and why.
+  bool uuidMatches = false;  ///< the baton device is the Vulkan device's GPU
+  /// The mode importVulkanSemaphore with InteropModeRequest::Auto would use for an exportable
+  /// semaphore (semaphoreReason says why).
   InteropMode semaphoreMode = InteropMode::Bridged;
+  /// The mode importVulkanMemory with InteropModeRequest::Auto would use for exportable memory
+  /// (memoryReason says why).
   InteropMode memoryMode = InteropMode::Bridged;
-  char semaphoreReason[512] = {};
-  char memoryReason[512] = {};
+  char semaphoreReason[512] = {};  ///< why semaphoreMode
+  char memoryReason[512] = {};     ///< why memoryMode
 };
 
-// Reports what `vulkan` and `device` (may be null: then only the Vulkan side and the bridged
-// verdict) support. vulkan.device may be null (then function availability on the device is not
-// checked). Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
+/// Reports what `vulkan` and `device` (may be null: then only the Vulkan side and the bridged
+/// verdict) support. vulkan.device may be null (then function availability on the device is not
+/// checked). Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle.
 [[nodiscard]] BATON_API Result queryVulkanInterop(const VulkanDevice& vulkan, Device device,
                                                   VulkanInteropSupport* support) noexcept;
 
