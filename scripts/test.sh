@@ -2,7 +2,7 @@
 # Builds baton and runs its tests: installs missing Debian packages (as root, or with sudo),
 # configures ./build (or $BATON_BUILD_DIR; reused when present), compiles everything (library,
 # tests, tools, samples, benchmarks) and runs `meson test`. Extra arguments go to `meson test`,
-# e.g. `bash scripts/test.sh --suite host`. Exits non-zero on any failure.
+# e.g. `bash scripts/test.sh --suite guide`. Exits non-zero on any failure.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
