@@ -7,16 +7,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::expect;
+using guide::ok;
 
 // [native]
 // Runs when the submission is issued, in queue order, with the queue's native stream: enqueue
@@ -101,6 +97,5 @@ int main() {
   expect(inside.waitIdle == baton::Result::ErrorInvalidState, "waitIdle inside is refused");
   expect(inside.submit == baton::Result::Success, "submit inside is honoured");
 
-  if (failures == 0) std::printf("callbacks: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("callbacks");
 }

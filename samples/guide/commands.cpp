@@ -7,16 +7,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::expect;
+using guide::ok;
 
 // [host-call]
 // Runs on a baton thread when the queue reaches it, after the commands recorded before it.
@@ -94,6 +90,5 @@ int main() {
   // [alloca]
   expect(ok(r), "alloca, use, dealloca");
 
-  if (failures == 0) std::printf("commands: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("commands");
 }

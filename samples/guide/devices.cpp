@@ -6,16 +6,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::expect;
+using guide::ok;
 
 }  // namespace
 
@@ -92,6 +88,5 @@ int main() {
   std::printf("devices: %zu GPU devices; the hand-off ran on %s\n", gpus.size(),
               gpus.size() >= 2 ? "two GPUs" : "two host devices");
 
-  if (failures == 0) std::printf("devices: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("devices");
 }

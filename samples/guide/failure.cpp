@@ -6,16 +6,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::expect;
+using guide::ok;
 
 // [host-call-error]
 baton::Result decodeAsset(void*) {
@@ -77,6 +73,5 @@ int main() {
   expect(ok(queue.submit(baton::SubmitInfo{{}, {}, nextOne})), "submit after failures");
   expect(ok(next->wait(1, baton::kWaitForever)), "the queue still runs");
 
-  if (failures == 0) std::printf("failure: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("failure");
 }

@@ -4,15 +4,12 @@
 #include <baton/baton.hpp>
 #include <cstdio>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
+using guide::expect;
+using guide::ok;
 
 }  // namespace
 
@@ -42,6 +39,5 @@ int main() {
   expect(instance->waitSemaphores(both, baton::WaitMode::All, 0) == baton::Result::Success,
          "ALL is met once both are");
 
-  if (failures == 0) std::printf("host_waits: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("host_waits");
 }

@@ -7,16 +7,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::expect;
+using guide::ok;
 
 std::atomic<int> errorsSeen{0};
 
@@ -70,6 +66,5 @@ int main() {
   // [spin]
   expect(ok(r), "setHostWaitSpin");
 
-  if (failures == 0) std::printf("threads: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("threads");
 }

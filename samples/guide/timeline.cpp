@@ -4,15 +4,12 @@
 #include <baton/baton.hpp>
 #include <cstdio>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
+using guide::expect;
+using guide::ok;
 
 }  // namespace
 
@@ -67,6 +64,5 @@ int main() {
   expect(poll == baton::Result::Timeout, "the held batch had not run");
   expect(r == baton::Result::Success, "wait-before-signal released the consumer");
 
-  if (failures == 0) std::printf("timeline: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("timeline");
 }

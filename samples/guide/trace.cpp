@@ -4,9 +4,11 @@
 #include <baton/baton.hpp>
 #include <cstdio>
 
+#include "check.hpp"
+
 namespace {
 
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::ok;
 
 // [trace]
 // Records what baton's queues and threads do, and writes it to `path` (Chrome trace-event JSON:

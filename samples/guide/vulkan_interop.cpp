@@ -13,16 +13,12 @@
 #include <cstring>
 #include <vector>
 
+#include "check.hpp"
+
 namespace {
 
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok) {
-    std::printf("FAILED: %s (%s)\n", what, baton::lastErrorMessage());
-    ++failures;
-  }
-}
-bool ok(baton::Result r) { return !baton::isError(r); }
+using guide::expect;
+using guide::ok;
 
 // A Vulkan 1.2 device with timeline semaphores enabled, and the fd-export extensions where the
 // driver offers them (native imports need them). What an engine already has.
@@ -181,6 +177,5 @@ int main() {
   expect(ok(r), "a shared timeline, both ways");
   std::printf("the timeline was %s\n", baton::interopModeName(timeline.mode));
 
-  if (failures == 0) std::printf("vulkan_interop: ok\n");
-  return failures == 0 ? 0 : 1;
+  return guide::finish("vulkan_interop");
 }
