@@ -740,7 +740,8 @@ void benchPingPong() {
   // The spread of the repetitions: on the H100 test machine the issuing thread's cost per
   // submission switches between two levels (about 0.5 and 0.9-1.0 us) from one process or period
   // to the next, with the same code (issue 16), which moves the ratio above between ~1.1x and
-  // ~1.9x; the spread shows which level (or both) a run saw.
+  // ~2x (3.6x in a run where raw's own round trip was unusually fast, docs/performance.md); the
+  // spread shows which level (or both) a run saw.
   std::printf(
       "    live reps, us per round trip: baton p10 %.3f, median %.3f, p90 %.3f; raw p10 %.3f, "
       "median %.3f, p90 %.3f\n",

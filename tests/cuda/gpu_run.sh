@@ -136,7 +136,7 @@ if has sanitizer; then
     grep -B2 -A12 "Failure$\|========= [A-Z][a-z]* .*error\|========= Invalid\|Race reported" "$f" | head -20
   done
 fi
-# The soak (tests/soak/soak.cpp) on the real driver, with native Vulkan interop on the H100:
+# The soak (tests/soak/soak.cpp) on the real driver, with Vulkan interop (Auto: bridged) on the H100:
 # SOAK_SECONDS (600) of load, a sample every minute. With SOAK_DETACH=1 it starts in a session of
 # its own and the step returns at once (a run of the device tool may last 10 minutes in all);
 # the step soakwait waits for it and collects its log.

@@ -3,7 +3,8 @@
 // device with one compute queue (and VK_KHR_external_{semaphore,memory}_fd where offered), and
 // helpers for timeline semaphores, host-visible and exportable device-local buffers, fd export,
 // command recording, submissions and one compute pipeline. On a machine without a usable Vulkan
-// device, `skip` says why (CI points VK_DRIVER_FILES at Mesa's lavapipe when needed).
+// device, `skip` says why (VK_DRIVER_FILES can point the loader at Mesa's lavapipe; CI needs
+// not: the loader finds it).
 #pragma once
 
 #include <dlfcn.h>

@@ -12,8 +12,8 @@
 //   - with a Vulkan device (unless --no-vulkan): a ping-pong on one shared timeline through the
 //     device's last queue, both directions every step: the baton batch waits for the value Vulkan
 //     signals next (Vulkan -> device, submitted first, so a wait-before-signal), Vulkan waits for
-//     the value the baton batch signals (device -> Vulkan). The mode is Auto: native where the
-//     Vulkan device is the same GPU (the H100 with the NVIDIA driver), bridged elsewhere.
+//     the value the baton batch signals (device -> Vulkan). The mode is Auto, which bridges
+//     semaphores on every device (baton/vulkan.hpp says why), on the H100 too.
 // Every sample prints resident memory, open fds, threads and, for CUDA/HIP, the stream machinery's
 // event pool and in-flight counts (baton::stream::stats). After the first sample (warm-up: pools
 // and caches reach their working size), the run must stay flat: fds and threads unchanged, the
