@@ -21,6 +21,14 @@ inline void expect(bool ok, const char* what) {
 // The examples' shorthand: true for the results that are not errors (Success, NotReady, Timeout).
 inline bool ok(baton::Result r) { return !baton::isError(r); }
 
+// The host backend's physical device, which enumeratePhysicalDevices lists first.
+inline baton::PhysicalDevice hostPhysicalDevice(baton::Instance instance) {
+  uint32_t count = 1;
+  baton::PhysicalDevice host;
+  (void)instance.enumeratePhysicalDevices(&count, &host);  // NotReady: there were more
+  return host;
+}
+
 // main's result: 0 when every check held.
 inline int finish(const char* example) {
   if (failures == 0) std::printf("%s: ok\n", example);

@@ -27,9 +27,7 @@ baton::Result countFrame(void* userData) {
 int main() {
   baton::UniqueInstance instance;
   expect(ok(baton::createInstance({}, instance.put())), "createInstance");
-  uint32_t count = 1;
-  baton::PhysicalDevice physical;
-  (void)instance->enumeratePhysicalDevices(&count, &physical);  // the host backend's, first
+  baton::PhysicalDevice physical = guide::hostPhysicalDevice(*instance);
   baton::UniqueDevice device;
   expect(ok(instance->createDevice(physical, {/*queueCount=*/1}, device.put())), "createDevice");
   baton::Queue queue;

@@ -8,12 +8,8 @@
 
 #include "check.hpp"
 
-namespace {
-
 using guide::expect;
 using guide::ok;
-
-}  // namespace
 
 int main() {
   baton::UniqueInstance instance;

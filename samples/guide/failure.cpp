@@ -25,9 +25,7 @@ baton::Result decodeAsset(void*) {
 int main() {
   baton::UniqueInstance instance;
   expect(ok(baton::createInstance({}, instance.put())), "createInstance");
-  uint32_t count = 1;
-  baton::PhysicalDevice physical;
-  (void)instance->enumeratePhysicalDevices(&count, &physical);
+  baton::PhysicalDevice physical = guide::hostPhysicalDevice(*instance);
   baton::UniqueDevice device;
   expect(ok(instance->createDevice(physical, {/*queueCount=*/1}, device.put())), "createDevice");
   baton::Queue queue;

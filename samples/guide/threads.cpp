@@ -43,9 +43,7 @@ bool createWithMessages(baton::UniqueInstance& instance) {
 int main() {
   baton::UniqueInstance instance;
   expect(createWithMessages(instance), "createInstance");
-  uint32_t count = 1;
-  baton::PhysicalDevice physical;
-  (void)instance->enumeratePhysicalDevices(&count, &physical);
+  baton::PhysicalDevice physical = guide::hostPhysicalDevice(*instance);
   baton::UniqueDevice device;
   expect(ok(instance->createDevice(physical, {/*queueCount=*/1, "physics"}, device.put())),
          "createDevice");

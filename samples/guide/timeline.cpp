@@ -6,19 +6,13 @@
 
 #include "check.hpp"
 
-namespace {
-
 using guide::expect;
 using guide::ok;
-
-}  // namespace
 
 int main() {
   baton::UniqueInstance instance;
   expect(baton::createInstance({}, instance.put()) == baton::Result::Success, "createInstance");
-  uint32_t count = 1;
-  baton::PhysicalDevice host;  // the host backend's device is listed first
-  (void)instance->enumeratePhysicalDevices(&count, &host);
+  baton::PhysicalDevice host = guide::hostPhysicalDevice(*instance);
   baton::UniqueDevice device;
   expect(instance->createDevice(host, {/*queueCount=*/2}, device.put()) == baton::Result::Success,
          "createDevice");

@@ -59,11 +59,11 @@ def check_page(root, page, update=False):
         line = lines[i]
         m = MARKER.match(line)
         if m:
-            marker = (m, i + 1)
+            marker = m
             i += 1
             continue
         fence = FENCE.match(line)
-        if not fence or not fence.group("lang") and line.strip() != "```":
+        if not fence:
             marker = None if line.strip() else marker
             i += 1
             continue
@@ -79,8 +79,7 @@ def check_page(root, page, update=False):
                 problems.append(f"{where}: a ```{lang} block without a '<!-- file#region -->' "
                                 "marker line right before it")
             else:
-                m, _ = marker
-                path, region = m.group("path"), m.group("region")
+                path, region = marker.group("path"), marker.group("region")
                 full = os.path.join(root, path)
                 try:
                     with open(full, encoding="utf-8") as f:
