@@ -9,9 +9,10 @@
 # work (loader and headers, lavapipe as the CPU Vulkan driver, glslc, libpng for images) need,
 # and the HIP backend: ROCm 5.2's headers and AMD's runtime, which loads on a machine without an
 # AMD GPU and reports no device (baton-info shows its reason); Doxygen for the API reference
-# (meson compile docs).
+# (meson compile docs); the Khronos validation layer the Vulkan tests run under (docs/testing.md).
 BATON_PACKAGES=(meson ninja-build g++ pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-  libvulkan-dev mesa-vulkan-drivers glslc libpng-dev libamdhip64-dev libamdhip64-5 doxygen)
+  libvulkan-dev mesa-vulkan-drivers glslc libpng-dev libamdhip64-dev libamdhip64-5 doxygen
+  vulkan-validationlayers)
 
 baton_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$baton_root"

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "check.hpp"
+// BATON_VULKAN_VALIDATION=1: under the Khronos validation layer (tests/interop/).
+#include "vulkan_validation.hpp"
 
 namespace {
 
@@ -35,11 +37,17 @@ struct Vulkan {
     VkInstanceCreateInfo info{};
     info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
     info.pApplicationInfo = &app;
+    std::string why;
+    if (!baton::test::processValidation().prepare(info, &why)) {
+      std::fprintf(stderr, "%s\n", why.c_str());
+      std::exit(1);
+    }
     if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) {
       instance = VK_NULL_HANDLE;
       skip = "no Vulkan driver";
       return false;
     }
+    baton::test::processValidation().attach(instance);
     uint32_t count = 0;
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
     std::vector<VkPhysicalDevice> devices(count);
@@ -102,13 +110,12 @@ struct Vulkan {
   }
   ~Vulkan() {
     if (device != VK_NULL_HANDLE) vkDestroyDevice(device, nullptr);
+    baton::test::processValidation().detach();
     if (instance != VK_NULL_HANDLE) vkDestroyInstance(instance, nullptr);
   }
 };
 
-}  // namespace
-
-int main() {
+int run() {
   Vulkan vk;
   if (!vk.create()) {
     std::printf("vulkan_interop: skipped: %s\n", vk.skip);
@@ -179,3 +186,8 @@ int main() {
 
   return guide::finish("vulkan_interop");
 }
+
+}  // namespace
+
+// The verdict of the validation layer, when it runs, comes after the Vulkan device is gone.
+int main() { return baton::test::validationExitStatus(run()); }

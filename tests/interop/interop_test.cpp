@@ -25,6 +25,7 @@ using namespace baton;
 using baton::test::openFds;
 using baton::test::threadCount;
 using baton::test::threadCountReaches;
+using baton::test::TimelineObserver;
 using baton::test::VulkanBuffer;
 using baton::test::VulkanContext;
 using baton_test::containsText;
@@ -272,12 +273,13 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL countingGetDeviceProcAddr(VkDevice devi
 }
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL countingGetInstanceProcAddr(VkInstance instance,
                                                                      const char* name) {
+  // Over the harness's observing functions (VulkanContext::view()), as every baton call here.
   if (!std::strcmp(name, "vkGetDeviceProcAddr")) {
-    gRealGetDeviceProcAddr =
-        reinterpret_cast<PFN_vkGetDeviceProcAddr>(vkGetInstanceProcAddr(instance, name));
+    gRealGetDeviceProcAddr = reinterpret_cast<PFN_vkGetDeviceProcAddr>(
+        TimelineObserver::getInstanceProcAddr(instance, name));
     return reinterpret_cast<PFN_vkVoidFunction>(countingGetDeviceProcAddr);
   }
-  return vkGetInstanceProcAddr(instance, name);
+  return TimelineObserver::getInstanceProcAddr(instance, name);
 }
 
 TEST_F(Interop, TheBridgeWaitsOnVulkanOnlyWhileSomethingInBatonWaits) {

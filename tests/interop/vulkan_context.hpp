@@ -12,13 +12,20 @@
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vulkan_validation.hpp"
+#ifndef BATON_VULKAN_CONTEXT_NO_BATON  // the layer's reproducers use this without baton
 #include "baton/vulkan.hpp"
+#endif
+#ifdef BATON_VULKAN_VALIDATION_GTEST  // gtest programs: a validation error fails the test
+#include <gtest/gtest.h>
+#endif
 
 namespace baton::test {
 
@@ -48,13 +55,18 @@ class VulkanContext {
 
   bool ok() const { return device != VK_NULL_HANDLE; }
 
+#ifndef BATON_VULKAN_CONTEXT_NO_BATON
   VulkanDevice view() const {
     VulkanDevice v;
     v.instance = instance;
     v.physicalDevice = physical;
     v.device = device;
+    // baton's timeline calls pass through the harness, which notes what they observed (the
+    // validation filter's evidence, vulkan_validation.hpp).
+    v.getInstanceProcAddr = &TimelineObserver::getInstanceProcAddr;
     return v;
   }
+#endif
 
   VkSemaphore createTimeline(uint64_t initial = 0) {
     auto type = vkStruct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
@@ -62,7 +74,8 @@ class VulkanContext {
     type.initialValue = initial;
     auto info = vkStruct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type);
     VkSemaphore s = VK_NULL_HANDLE;
-    vkCreateSemaphore(device, &info, nullptr, &s);
+    if (vkCreateSemaphore(device, &info, nullptr, &s) == VK_SUCCESS)
+      TimelineObserver::get().reached(s, initial);
     return s;
   }
   VkSemaphore createBinary() {
@@ -71,25 +84,29 @@ class VulkanContext {
     vkCreateSemaphore(device, &info, nullptr, &s);
     return s;
   }
-  void destroy(VkSemaphore s) { vkDestroySemaphore(device, s, nullptr); }
+  void destroy(VkSemaphore s) {
+    TimelineObserver::get().forget(s);
+    vkDestroySemaphore(device, s, nullptr);
+  }
 
+  // The timeline helpers go through TimelineObserver, as baton's calls do.
   uint64_t value(VkSemaphore s) {
     uint64_t v = 0;
-    vkGetSemaphoreCounterValue(device, s, &v);
+    timeline.value(device, s, &v);
     return v;
   }
   VkResult signal(VkSemaphore s, uint64_t v) {
     auto info = vkStruct<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
     info.semaphore = s;
     info.value = v;
-    return vkSignalSemaphore(device, &info);
+    return timeline.signal(device, &info);
   }
   VkResult wait(VkSemaphore s, uint64_t v, uint64_t timeoutNs) {
     auto info = vkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
     info.semaphoreCount = 1;
     info.pSemaphores = &s;
     info.pValues = &v;
-    return vkWaitSemaphores(device, &info, timeoutNs);
+    return timeline.wait(device, &info, timeoutNs);
   }
 
   struct Timepoint {
@@ -155,6 +172,7 @@ class VulkanContext {
     if (b.memory) vkFreeMemory(device, b.memory, nullptr);
     b = VulkanBuffer{};
   }
+#ifndef BATON_VULKAN_CONTEXT_NO_BATON
   // The import info for the whole of `b`.
   VulkanMemoryImportInfo importInfo(const VulkanBuffer& b) const {
     VulkanMemoryImportInfo info;
@@ -166,6 +184,7 @@ class VulkanContext {
     info.dedicated = b.dedicated;
     return info;
   }
+#endif
 
   // A timeline semaphore created exportable as OPAQUE_FD (VkExportSemaphoreCreateInfo), as
   // native import needs; null when the device cannot export timelines that way.
@@ -181,6 +200,7 @@ class VulkanContext {
     auto info = vkStruct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, &type);
     VkSemaphore s = VK_NULL_HANDLE;
     if (vkCreateSemaphore(device, &info, nullptr, &s) != VK_SUCCESS) return VK_NULL_HANDLE;
+    TimelineObserver::get().reached(s, initial);
     return s;
   }
 
@@ -455,6 +475,10 @@ class VulkanContext {
   // The fd extensions offered by the device, and so enabled on it (native interop needs them).
   bool externalSemaphoreFd = false;
   bool externalMemoryFd = false;
+  // The validation layer and its messenger, when BATON_VULKAN_VALIDATION asks for them.
+  VulkanValidation validation;
+  // vkSignalSemaphore, vkWaitSemaphores, vkGetSemaphoreCounterValue through TimelineObserver.
+  TimelineObserver::Functions timeline;
 
  private:
   // Keeps every library loaded so far (the Vulkan drivers the loader just opened) mapped until the
@@ -480,6 +504,18 @@ class VulkanContext {
     app.apiVersion = VK_API_VERSION_1_2;
     auto info = vkStruct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
     info.pApplicationInfo = &app;
+#ifdef BATON_VULKAN_VALIDATION_GTEST
+    validation.onError = [](const ValidationMessage& m) {
+      ADD_FAILURE() << "Vulkan validation error " << m.id << ": " << m.text;
+    };
+#endif
+    if (!validation.prepare(info, &skip)) {
+#ifdef BATON_VULKAN_VALIDATION_GTEST
+      ADD_FAILURE() << skip;
+#endif
+      std::fprintf(stderr, "%s\n", skip.c_str());
+      return;
+    }
     VkResult r = vkCreateInstance(&info, nullptr, &instance);
     if (r != VK_SUCCESS) {
       instance = VK_NULL_HANDLE;
@@ -488,6 +524,7 @@ class VulkanContext {
              "VK_DRIVER_FILES to its lvp_icd json)";
       return;
     }
+    validation.attach(instance);
     pinLoadedLibraries();
     uint32_t count = 0;
     vkEnumeratePhysicalDevices(instance, &count, nullptr);
@@ -560,6 +597,7 @@ class VulkanContext {
       return;
     }
     vkGetDeviceQueue(device, family, 0, &queue);
+    timeline = TimelineObserver::functions(instance, device);
     auto poolInfo = vkStruct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     poolInfo.queueFamilyIndex = family;
     poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -572,7 +610,9 @@ class VulkanContext {
       vkDestroyCommandPool(device, pool, nullptr);
       vkDestroyDevice(device, nullptr);
     }
+    validation.detach();
     if (instance) vkDestroyInstance(instance, nullptr);
+    if (validation.on()) std::fprintf(stderr, "%s\n", validation.summary().c_str());
   }
 };
 
