@@ -146,6 +146,10 @@ int run() {
                 support.semaphoreReason);
   // [choose]
   expect(ok(r), "match, createDevice, queryVulkanInterop");
+  // Under the validation layer, baton's timeline calls go through the harness, which observes
+  // and serializes them (tests/interop/vulkan_validation.hpp).
+  if (baton::test::processValidation().on())
+    vulkan.getInstanceProcAddr = &baton::test::TimelineObserver::getInstanceProcAddr;
 
   // [shared-timeline]
   // A timeline VkSemaphore and the baton semaphore that shares its value.

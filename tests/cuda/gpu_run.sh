@@ -21,6 +21,14 @@ steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop d
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The Vulkan device interop runs on: the H100 (the NVIDIA driver), not a CPU implementation.
 export BATON_VULKAN_DEVICE=${BATON_VULKAN_DEVICE:-H100}
+# The interop and demo steps run under the Khronos validation layer (the kit's
+# vulkan-validationlayers; tests/interop/vulkan_validation.hpp): core checks and synchronization
+# validation, unless BATON_VULKAN_VALIDATION says otherwise ("core", or "0" for none).
+VALIDATE=(env "BATON_VULKAN_VALIDATION=${BATON_VULKAN_VALIDATION:-sync}")
+validation_summary() {  # <log>: the harness's summary lines and every message it printed
+  grep -h '^vulkan validation (' "$1" | sort | uniq -c
+  grep -hE '^\[vulkan validation\]|Vulkan validation error' "$1" | cut -c1-400 | sort | uniq -c | sort -rn | head -20
+}
 has() { [[ " $steps " == *" $1 "* ]]; }
 log() { echo "=== $* ($(date +%T))"; }
 if has build; then
@@ -94,25 +102,38 @@ if has cross; then
 fi
 if has interop; then
   log interop tests
-  timeout 240 stdbuf -oL "$B/tests/interop/baton-interop-tests" > "$OUT/interop.log" 2>&1
+  timeout 240 stdbuf -oL "${VALIDATE[@]}" "$B/tests/interop/baton-interop-tests" > "$OUT/interop.log" 2>&1
   echo "bridged rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$OUT/interop.log" | head -20
   grep -A10 "Failure$" "$OUT/interop.log" | head -40
+  validation_summary "$OUT/interop.log"
   # HIP semaphores bridged to the H100's Vulkan device, in a process of its own (loading the HIP
   # backend starts driver threads that the thread-leak test of the run above would count).
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_TEST_REQUIRE_BACKENDS=hip timeout 120 stdbuf -oL \
-    "$B/tests/interop/baton-interop-tests" --gtest_filter='*Hip*' > "$OUT/interop-hip.log" 2>&1
+    "${VALIDATE[@]}" "$B/tests/interop/baton-interop-tests" --gtest_filter='*Hip*' > "$OUT/interop-hip.log" 2>&1
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_TEST_REQUIRE_BACKENDS=hip timeout 120 stdbuf -oL \
-    "$B/tests/interop/baton-interop-native-tests" --gtest_filter='*Hip*' >> "$OUT/interop-hip.log" 2>&1
+    "${VALIDATE[@]}" "$B/tests/interop/baton-interop-native-tests" --gtest_filter='*Hip*' >> "$OUT/interop-hip.log" 2>&1
   echo "hip bridged rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) " "$OUT/interop-hip.log" | head
   grep -A10 "Failure$" "$OUT/interop-hip.log" | head -20
-  timeout 300 stdbuf -oL "$B/tests/interop/baton-interop-native-tests" > "$OUT/interop-native.log" 2>&1
+  validation_summary "$OUT/interop-hip.log"
+  timeout 300 stdbuf -oL "${VALIDATE[@]}" "$B/tests/interop/baton-interop-native-tests" > "$OUT/interop-native.log" 2>&1
   echo "native rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) |tests ran" "$OUT/interop-native.log" | head -60
   grep -B2 -A12 "Failure$" "$OUT/interop-native.log" | head -80
+  validation_summary "$OUT/interop-native.log"
+  # The C API's Vulkan test and the layer's reproducers (tests/interop/layer_repro.cpp: the one
+  # about imported timelines needs the fd extensions, which lavapipe lacks).
+  timeout 120 stdbuf -oL "${VALIDATE[@]}" "$B/tests/c_api/baton-c-api-vulkan-test" > "$OUT/c-api-vulkan.log" 2>&1
+  echo "c api vulkan rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) " "$OUT/c-api-vulkan.log"
+  validation_summary "$OUT/c-api-vulkan.log"
+  # (core checks, as meson runs them: synchronization validation adds its stall to them).
+  timeout 120 stdbuf -oL env BATON_VULKAN_VALIDATION=core "$B/tests/interop/baton-layer-repro" \
+    --gtest_filter='-*StallUnlessLockedFinely*' > "$OUT/layer-repro.log" 2>&1
+  echo "layer repro rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|rounds in|the layer says" "$OUT/layer-repro.log" | cut -c1-300
 fi
 if has demo; then
   log demo
-  (cd "$OUT" && timeout 120 stdbuf -oL "$B/samples/demo/baton-demo" --frames 120 --out "$OUT/baton-demo.png") > "$OUT/demo.log" 2>&1
-  echo "rc=$?"; grep -vE "^ *frame +[0-9]+ " "$OUT/demo.log" | head -40
+  (cd "$OUT" && timeout 120 stdbuf -oL "${VALIDATE[@]}" "$B/samples/demo/baton-demo" --frames 120 --out "$OUT/baton-demo.png") > "$OUT/demo.log" 2>&1
+  echo "rc=$?"; grep -vE "^ *frame +[0-9]+ |^\[vulkan validation\]" "$OUT/demo.log" | head -40
+  validation_summary "$OUT/demo.log"
   # Its timeline trace (baton-demo-trace.json), drawn as the README's picture.
   if [ -f "$OUT/baton-demo-trace.json" ] && command -v python3 > /dev/null; then
     python3 tools/baton-trace-render "$OUT/baton-demo-trace.json" -o "$OUT/baton-demo-trace.svg"

@@ -159,27 +159,43 @@ class TimelineObserver {
   // counter read, and a wait with a timeout becomes a series of zero-timeout polls: a wait then
   // never returns in the middle of a signal's call. Layer 1.3.239's synchronization validation
   // stalls for 10 s and reports UNASSIGNED-VkSemaphore-state-timeout whenever one does
-  // (LayerRepro.SyncValidationStallsAHostWaitThatRacesAHostSignal).
+  // (LayerRepro.HostWaitsThatRaceHostSignalsStallUnlessLockedFinely).
   static VKAPI_ATTR VkResult VKAPI_CALL signal(VkDevice device, const VkSemaphoreSignalInfo* info) {
-    std::unique_lock<std::shared_mutex> lock(get().calls_, std::defer_lock);
-    if (get().serialize) lock.lock();
-    VkResult r = real().signal(device, info);
-    if (r == VK_SUCCESS) get().reached(info->semaphore, info->value);
-    return r;
+    return signalThrough(real().signal, device, info);
   }
   static VKAPI_ATTR VkResult VKAPI_CALL wait(VkDevice device, const VkSemaphoreWaitInfo* info,
                                              uint64_t timeout) {
+    return waitThrough(real().wait, device, info, timeout);
+  }
+  static VKAPI_ATTR VkResult VKAPI_CALL value(VkDevice device, VkSemaphore s, uint64_t* v) {
+    return valueThrough(real().value, device, s, v);
+  }
+
+ public:
+  // The observing (and, under synchronization validation, serializing) versions of the three
+  // calls over `next`: for baton's calls (above) and for a program's own calls to the loader's
+  // exports (vulkan_validation_hooks.cpp).
+  static VkResult signalThrough(PFN_vkSignalSemaphore next, VkDevice device,
+                                const VkSemaphoreSignalInfo* info) {
+    std::unique_lock<std::shared_mutex> lock(get().calls_, std::defer_lock);
+    if (get().serialize) lock.lock();
+    VkResult r = next(device, info);
+    if (r == VK_SUCCESS) get().reached(info->semaphore, info->value);
+    return r;
+  }
+  static VkResult waitThrough(PFN_vkWaitSemaphores next, VkDevice device,
+                              const VkSemaphoreWaitInfo* info, uint64_t timeout) {
     VkResult r;
     if (!get().serialize || timeout == 0) {
       std::shared_lock<std::shared_mutex> lock(get().calls_, std::defer_lock);
       if (get().serialize) lock.lock();
-      r = real().wait(device, info, timeout);
+      r = next(device, info, timeout);
     } else {
       const auto start = std::chrono::steady_clock::now();
       for (;;) {
         {
           std::shared_lock<std::shared_mutex> lock(get().calls_);
-          r = real().wait(device, info, 0);
+          r = next(device, info, 0);
         }
         if (r != VK_TIMEOUT) break;
         if (static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -195,15 +211,15 @@ class TimelineObserver {
         get().reached(info->pSemaphores[i], info->pValues[i]);
     return r;
   }
-  static VKAPI_ATTR VkResult VKAPI_CALL value(VkDevice device, VkSemaphore s, uint64_t* v) {
+  static VkResult valueThrough(PFN_vkGetSemaphoreCounterValue next, VkDevice device, VkSemaphore s,
+                               uint64_t* v) {
     std::shared_lock<std::shared_mutex> lock(get().calls_, std::defer_lock);
     if (get().serialize) lock.lock();
-    VkResult r = real().value(device, s, v);
+    VkResult r = next(device, s, v);
     if (r == VK_SUCCESS) get().reached(s, *v);
     return r;
   }
 
- public:
   // The timeline functions of `device` as this observer hands them out (for a harness's own
   // calls, so that they are observed and serialized like baton's).
   struct Functions {
@@ -438,10 +454,12 @@ class VulkanValidation {
       else
         std::fprintf(stderr, "[vulkan validation] ERROR %s\n", m.text.c_str());
     } else if (printAll) {
-      std::fprintf(
-          stderr, "[vulkan validation] %s%s %s\n", m.error() ? "error" : "warning",
-          m.filteredBy ? " (filtered: a layer false positive, see " : "",
-          m.filteredBy ? (std::string(m.filteredBy) + ") " + m.text).c_str() : m.text.c_str());
+      const std::string why =
+          m.filteredBy
+              ? std::string(" (filtered: a layer false positive, see ") + m.filteredBy + ")"
+              : std::string();
+      std::fprintf(stderr, "[vulkan validation] %s%s: %s\n", m.error() ? "error" : "warning",
+                   why.c_str(), m.text.c_str());
     }
   }
 
