@@ -8,6 +8,7 @@
 // go. Seen with Debian 12's vulkan-validationlayers 1.3.239.
 #define BATON_VULKAN_CONTEXT_NO_BATON
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -130,6 +131,38 @@ TEST_F(LayerRepro, SignalObservedThroughAnImportLeavesItPending) {
                                     "03259 filter may be unneeded for imported timelines";
   EXPECT_NE(reported[0].text.find("pending signal operation (2)"), std::string::npos)
       << reported[0].text;
+}
+
+// The smallest form of the native-interop reports (NativeInterop.* on the H100: 408 of them, all
+// "value (N) must be less than value of any pending signal operation (N-1)"): a timeline created
+// exportable and exported as OPAQUE_FD, so that the layer treats it as external. Reading its
+// value (0) and then signalling 1 from the host is valid: there is no signal operation at all,
+// pending or not. The layer reports "value (1) must be less than value of any pending signal
+// operation (0)": its record of the external read is itself a signal operation that stays pending.
+// baton reads a shared timeline's value before each host signal it forwards (VUID 03258 forbids
+// signalling a value the semaphore already has).
+TEST_F(LayerRepro, ReadingAnExportedTimelineLeavesAPendingSignal) {
+  if (!vk->externalSemaphoreFd)
+    GTEST_SKIP() << vk->name << " has no VK_KHR_external_semaphore_fd (lavapipe): runs on GPUs";
+  VkSemaphore s = vk->createExportableTimeline(0);
+  ASSERT_NE(s, VK_NULL_HANDLE) << vk->name << " cannot export timelines as OPAQUE_FD";
+  const int fd = vk->exportFd(s);
+  ASSERT_GE(fd, 0);
+  close(fd);  // exported is enough: the layer no longer tracks the payload as its own
+  ASSERT_EQ(vk->value(s), 0u);
+  ASSERT_EQ(vk->signal(s, 1), VK_SUCCESS);
+  ASSERT_EQ(vk->value(s), 1u);
+  ASSERT_EQ(vk->signal(s, 2), VK_SUCCESS);
+  vk->destroy(s);
+
+  const std::vector<ValidationMessage> reported = withId(k03259);
+  ASSERT_FALSE(reported.empty()) << "this layer does not report it: the 03259 filter may be "
+                                    "unneeded for exported timelines";
+  EXPECT_NE(reported[0].text.find("value (1)"), std::string::npos) << reported[0].text;
+  EXPECT_NE(reported[0].text.find("pending signal operation (0)"), std::string::npos)
+      << reported[0].text;
+  for (const ValidationMessage& m : reported)
+    std::printf("  reported: %s\n", m.text.substr(m.text.find("vkSignalSemaphore")).c_str());
 }
 
 // The rule that filters the two reports above matches them, and only because of what was
