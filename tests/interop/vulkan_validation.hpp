@@ -67,6 +67,12 @@ struct ValidationFilter {
 // getInstanceProcAddr below, which wraps the three timeline functions).
 class TimelineObserver {
  public:
+  // The three timeline functions.
+  struct Functions {
+    PFN_vkSignalSemaphore signal = nullptr;
+    PFN_vkWaitSemaphores wait = nullptr;
+    PFN_vkGetSemaphoreCounterValue value = nullptr;
+  };
   static TimelineObserver& get() {
     static TimelineObserver* observer = new TimelineObserver;  // outlives every caller
     return *observer;
@@ -121,11 +127,8 @@ class TimelineObserver {
     VkSemaphore semaphore;
     uint64_t value;
   };
-  struct Real {
+  struct Real : Functions {
     PFN_vkGetDeviceProcAddr getDeviceProcAddr = nullptr;
-    PFN_vkSignalSemaphore signal = nullptr;
-    PFN_vkWaitSemaphores wait = nullptr;
-    PFN_vkGetSemaphoreCounterValue value = nullptr;
   };
   // One device's entry points serve all: they are the loader's or the layer's, which dispatch
   // on the device.
@@ -222,11 +225,6 @@ class TimelineObserver {
 
   // The timeline functions of `device` as this observer hands them out (for a harness's own
   // calls, so that they are observed and serialized like baton's).
-  struct Functions {
-    PFN_vkSignalSemaphore signal = nullptr;
-    PFN_vkWaitSemaphores wait = nullptr;
-    PFN_vkGetSemaphoreCounterValue value = nullptr;
-  };
   static Functions functions(VkInstance instance, VkDevice device) {
     auto gdpa = reinterpret_cast<PFN_vkGetDeviceProcAddr>(
         getInstanceProcAddr(instance, "vkGetDeviceProcAddr"));
