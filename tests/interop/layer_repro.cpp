@@ -40,6 +40,7 @@ class LayerRepro : public ::testing::Test {
     // Nothing is filtered or fails the test on its own here: each test counts what the layer
     // said and judges it.
     vk->validation.filters.clear();
+    vk->validation.label = "layer reproducer (errors expected): ";
     // The calls race as an application's would: no serialization of host timeline calls.
     baton::test::TimelineObserver::get().serialize = false;
     vk->validation.onError = [](const ValidationMessage& m) {
@@ -207,7 +208,7 @@ TEST_F(LayerRepro, TheFilterRuleNeedsTheObservedValue) {
 // likely a validation bug"). Core checks do so under coarse locking (its default), not under
 // fine-grained locking (vk_layer_settings.txt); synchronization validation does so under either.
 // meson runs this test three ways (BATON_REPRO_LOCKING names the settings file's locking):
-//   core + fine-grained locking           no message, milliseconds (the setting the tests use);
+//   core + fine-grained locking           no message, about 2 s (the setting the tests use);
 //   core + coarse locking                 stalls;
 //   core + synchronization, fine-grained  stalls (why the harness serializes host timeline calls
 //                                         under synchronization validation, TimelineObserver).

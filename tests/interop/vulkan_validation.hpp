@@ -395,6 +395,8 @@ class VulkanValidation {
     for (const ValidationMessage& m : seen_) n += m.id == id;
     return n;
   }
+  // Put before the summary line (the reproducers mark theirs, whose errors are expected).
+  std::string label;
   // One line: the mode, the layer's version and the counts.
   std::string summary() const {
     char line[256];
@@ -403,7 +405,7 @@ class VulkanValidation {
                   name(mode_), VK_API_VERSION_MAJOR(layerVersion_),
                   VK_API_VERSION_MINOR(layerVersion_), VK_API_VERSION_PATCH(layerVersion_),
                   messages(), errors(), filtered());
-    return line;
+    return label + line;
   }
 
   static constexpr const char* kLayer = "VK_LAYER_KHRONOS_validation";
