@@ -208,7 +208,7 @@ TEST_F(LayerRepro, TheFilterRuleNeedsTheObservedValue) {
 // likely a validation bug"). Core checks do so under coarse locking (its default), not under
 // fine-grained locking (vk_layer_settings.txt); synchronization validation does so under either.
 // meson runs this test three ways (BATON_REPRO_LOCKING names the settings file's locking):
-//   core + fine-grained locking           no message, about 2 s (the setting the tests use);
+//   core + fine-grained locking           no message, no stall (the setting the tests use);
 //   core + coarse locking                 stalls;
 //   core + synchronization, fine-grained  stalls (why the harness serializes host timeline calls
 //                                         under synchronization validation, TimelineObserver).
@@ -219,11 +219,18 @@ TEST_F(LayerRepro, HostWaitsThatRaceHostSignalsStallUnlessLockedFinely) {
   const bool stallExpected = coarse || sync;
   VkSemaphore s = vk->createTimeline(0);
   // Each round is a race the layer loses most of the time; on a loaded machine it can take
-  // hundreds of rounds. Without a stall 20000 rounds take about 3 s.
+  // hundreds of rounds. The rounds go on until the first stall, 20000 rounds or (without a stall
+  // expected) 20 s: a round takes about 0.1 ms on lavapipe, 9 ms on the NVIDIA driver (whose host
+  // waits notice a host signal that late).
   constexpr uint64_t kRounds = 20000;
+  const double limit = stallExpected ? 100.0 : 20.0;
   std::atomic<uint64_t> seen{0};
   std::atomic<bool> stop{false};
-  const auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto start = Clock::now();
   std::thread vulkan([&] {
     for (uint64_t i = 0; i < kRounds; ++i) {
       if (vk->wait(s, 2 * i + 1, kLongNs) != VK_SUCCESS || stop) return;
@@ -237,28 +244,29 @@ TEST_F(LayerRepro, HostWaitsThatRaceHostSignalsStallUnlessLockedFinely) {
     }
   });
   uint64_t rounds = 0;
-  for (; rounds < kRounds; ++rounds) {
+  double longest = 0;  // the longest round, in seconds: a stall is the layer's 10 s timeout
+  for (; rounds < kRounds && since(start) < limit; ++rounds) {
     if (vk->validation.count(kStateTimeout) > 0) break;  // once is enough
+    const auto round = Clock::now();
     ASSERT_EQ(vk->signal(s, 2 * rounds + 1), VK_SUCCESS);
     while (seen.load() < 2 * rounds + 2) std::this_thread::yield();
+    longest = std::max(longest, since(round));
   }
   stop = true;
   if (rounds < kRounds) vk->signal(s, 2 * rounds + 1);  // ends `vulkan`'s wait; it then stops
   vulkan.join();
   watcher.join();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   vk->destroy(s);
-  std::printf("%llu rounds in %.2f s: %s, %s locking\n", static_cast<unsigned long long>(rounds),
-              seconds, VulkanValidation::name(vk->validation.mode()),
-              coarse ? "coarse" : "fine-grained");
+  std::printf("%llu rounds in %.2f s, the longest %.3f s: %s, %s locking\n",
+              static_cast<unsigned long long>(rounds), since(start), longest,
+              VulkanValidation::name(vk->validation.mode()), coarse ? "coarse" : "fine-grained");
   if (stallExpected) {
     EXPECT_GE(vk->validation.count(kStateTimeout), 1)
         << "this layer does not stall here: the setting or serialization it justifies may go";
-    EXPECT_GE(seconds, 9.0) << "the layer's timeout is 10 s";
+    EXPECT_GE(longest, 9.0) << "the layer's timeout is 10 s";
   } else {
-    EXPECT_EQ(vk->validation.errors(), 0);
-    EXPECT_LT(seconds, 9.0);
+    EXPECT_EQ(vk->validation.messages(), 0);
+    EXPECT_LT(longest, 9.0);
   }
 }
 
