@@ -10,7 +10,8 @@
 #include "c_check.h"
 
 int c_api_vulkan_flow_bridged(VkInstance vk_instance, VkPhysicalDevice vk_physical,
-                              VkDevice vk_device, char* why, size_t capacity) {
+                              VkDevice vk_device, PFN_vkGetInstanceProcAddr get_proc, char* why,
+                              size_t capacity) {
   baton_instance instance = BATON_NULL_HANDLE;
   CHECK_OK(baton_create_instance(NULL, &instance));
   uint32_t count = 1;
@@ -24,6 +25,7 @@ int c_api_vulkan_flow_bridged(VkInstance vk_instance, VkPhysicalDevice vk_physic
   vulkan.instance = vk_instance;
   vulkan.physical_device = vk_physical;
   vulkan.device = vk_device;
+  vulkan.get_instance_proc_addr = get_proc; /* NULL: the loader's */
 
   /* The host backend never imports natively: an AUTO import bridges, and says why. */
   baton_vulkan_interop_support support;

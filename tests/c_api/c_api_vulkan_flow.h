@@ -9,8 +9,12 @@
 extern "C" {
 #endif
 
+/* get_proc: how baton resolves Vulkan functions (NULL: the loader's); the test passes the
+ * harness's, which observes them under the validation layer (tests/interop/vulkan_validation.hpp).
+ */
 int c_api_vulkan_flow_bridged(VkInstance vk_instance, VkPhysicalDevice vk_physical,
-                              VkDevice vk_device, char* why, size_t capacity);
+                              VkDevice vk_device, PFN_vkGetInstanceProcAddr get_proc, char* why,
+                              size_t capacity);
 
 baton_vulkan_device c_api_vulkan_default_device(void);
 baton_vulkan_semaphore_import_info c_api_vulkan_default_semaphore_import_info(void);

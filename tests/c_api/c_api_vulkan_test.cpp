@@ -106,7 +106,8 @@ std::unique_ptr<baton::test::VulkanContext> CApiVulkan::vk_;
 
 TEST_F(CApiVulkan, BridgedTimelineFromC) {
   char why[2048] = "";
-  EXPECT_EQ(c_api_vulkan_flow_bridged(vk_->instance, vk_->physical, vk_->device, why, sizeof why),
+  EXPECT_EQ(c_api_vulkan_flow_bridged(vk_->instance, vk_->physical, vk_->device,
+                                      vk_->view().getInstanceProcAddr, why, sizeof why),
             0)
       << why;
 }
