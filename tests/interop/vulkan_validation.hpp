@@ -18,7 +18,7 @@
 // signal of another thread (LayerRepro.HostWaitsThatRaceHostSignalsStallUnlessLockedFinely).
 //
 // Filters: a message is filtered only when its VUID *and* the situation it describes match a
-// rule in kLayerFalsePositives, each of which names the reproducer that proves the layer wrong.
+// rule of layerFalsePositives(), each of which names the reproducer that proves the layer wrong.
 #pragma once
 
 #include <vulkan/vulkan.h>
