@@ -184,16 +184,16 @@ TEST_F(LayerRepro, TheFilterRuleNeedsTheObservedValue) {
   m.text =
       "vkSignalSemaphore(): value (9) must be less than value of any pending signal "
       "operation (7) for semaphore";
-  EXPECT_TRUE(pendingSignalAlreadyReached(m, nullptr)) << "7 was reached";
+  EXPECT_TRUE(pendingSignalAlreadyReached(m)) << "7 was reached";
   m.text =
       "vkSignalSemaphore(): value (9) must be less than value of any pending signal "
       "operation (8) for semaphore";
-  EXPECT_FALSE(pendingSignalAlreadyReached(m, nullptr)) << "8 was never seen: may be pending";
+  EXPECT_FALSE(pendingSignalAlreadyReached(m)) << "8 was never seen: may be pending";
   m.objects[0] = 0x1234;
   m.text =
       "vkSignalSemaphore(): value (9) must be less than value of any pending signal "
       "operation (7) for semaphore";
-  EXPECT_FALSE(pendingSignalAlreadyReached(m, nullptr)) << "another semaphore";
+  EXPECT_FALSE(pendingSignalAlreadyReached(m)) << "another semaphore";
   vk->destroy(s);
 }
 

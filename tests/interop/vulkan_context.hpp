@@ -90,24 +90,25 @@ class VulkanContext {
     vkDestroySemaphore(device, s, nullptr);
   }
 
-  // The timeline helpers go through TimelineObserver, as baton's calls do.
+  // The timeline helpers call the loader's exports: in the programs that link
+  // vulkan_validation_hooks.cpp, TimelineObserver's versions of them.
   uint64_t value(VkSemaphore s) {
     uint64_t v = 0;
-    timeline.value(device, s, &v);
+    vkGetSemaphoreCounterValue(device, s, &v);
     return v;
   }
   VkResult signal(VkSemaphore s, uint64_t v) {
     auto info = vkStruct<VkSemaphoreSignalInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
     info.semaphore = s;
     info.value = v;
-    return timeline.signal(device, &info);
+    return vkSignalSemaphore(device, &info);
   }
   VkResult wait(VkSemaphore s, uint64_t v, uint64_t timeoutNs) {
     auto info = vkStruct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
     info.semaphoreCount = 1;
     info.pSemaphores = &s;
     info.pValues = &v;
-    return timeline.wait(device, &info, timeoutNs);
+    return vkWaitSemaphores(device, &info, timeoutNs);
   }
 
   struct Timepoint {
@@ -478,8 +479,6 @@ class VulkanContext {
   bool externalMemoryFd = false;
   // The validation layer and its messenger, when BATON_VULKAN_VALIDATION asks for them.
   VulkanValidation validation;
-  // vkSignalSemaphore, vkWaitSemaphores, vkGetSemaphoreCounterValue through TimelineObserver.
-  TimelineObserver::Functions timeline;
 
  private:
   // Keeps every library loaded so far (the Vulkan drivers the loader just opened) mapped until the
@@ -598,13 +597,6 @@ class VulkanContext {
       return;
     }
     vkGetDeviceQueue(device, family, 0, &queue);
-    if (validation.on()) {
-      timeline = TimelineObserver::functions(instance, device);
-    } else {
-      timeline.signal = vkSignalSemaphore;
-      timeline.wait = vkWaitSemaphores;
-      timeline.value = vkGetSemaphoreCounterValue;
-    }
     auto poolInfo = vkStruct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     poolInfo.queueFamilyIndex = family;
     poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;

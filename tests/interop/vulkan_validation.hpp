@@ -25,8 +25,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cinttypes>
-#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +33,7 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace baton::test {
@@ -54,7 +53,7 @@ struct ValidationMessage {
 // shows it without baton.
 struct ValidationFilter {
   const char* vuid;
-  bool (*situation)(const ValidationMessage&, void* context);
+  bool (*situation)(const ValidationMessage&);
   const char* reproducer;
 };
 
@@ -62,51 +61,33 @@ struct ValidationFilter {
 // signal that returned VK_SUCCESS, a vkWaitSemaphores (all of them) that returned VK_SUCCESS, a
 // vkGetSemaphoreCounterValue, and a semaphore's initial value. The filter of layer false
 // positives for VUID-VkSemaphoreSignalInfo-value-03259 asks it whether a signal the layer calls
-// pending can still be pending. Calls are observed where they are made through this harness:
-// VulkanContext's own helpers, and baton's (VulkanContext::view() hands baton
-// getInstanceProcAddr below, which wraps the three timeline functions).
+// pending can still be pending. Calls are observed where they are made through this harness: the
+// program's own (vulkan_validation_hooks.cpp takes the loader's exports' place), and baton's
+// (VulkanContext::view() hands baton getInstanceProcAddr below, which wraps the three timeline
+// functions).
 class TimelineObserver {
  public:
-  // The three timeline functions.
-  struct Functions {
-    PFN_vkSignalSemaphore signal = nullptr;
-    PFN_vkWaitSemaphores wait = nullptr;
-    PFN_vkGetSemaphoreCounterValue value = nullptr;
-  };
   static TimelineObserver& get() {
     static TimelineObserver* observer = new TimelineObserver;  // outlives every caller
     return *observer;
   }
   void reached(VkSemaphore s, uint64_t value) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (Entry& e : entries_) {
-      if (e.semaphore == s) {
-        if (value > e.value) e.value = value;
-        return;
-      }
-    }
-    entries_.push_back({s, value});
+    uint64_t& known = reached_[handle(s)];  // 0 when new: below any value reached
+    if (value > known) known = value;
   }
   // A handle that is destroyed may come back for a new semaphore: forget it.
   void forget(VkSemaphore s) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      if (entries_[i].semaphore == s) {
-        entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(i));
-        return;
-      }
-    }
+    reached_.erase(handle(s));
   }
   // The highest value seen reached; false when nothing was seen.
-  bool known(uint64_t handle, uint64_t* value) const {
+  bool known(uint64_t semaphore, uint64_t* value) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const Entry& e : entries_) {
-      if (reinterpret_cast<uint64_t>(e.semaphore) == handle) {
-        *value = e.value;
-        return true;
-      }
-    }
-    return false;
+    auto it = reached_.find(semaphore);
+    if (it == reached_.end()) return false;
+    *value = it->second;
+    return true;
   }
 
   // A vkGetInstanceProcAddr that hands out observing versions of vkSignalSemaphore,
@@ -123,12 +104,13 @@ class TimelineObserver {
   }
 
  private:
-  struct Entry {
-    VkSemaphore semaphore;
-    uint64_t value;
-  };
-  struct Real : Functions {
+  // The handle as the layer's messages name it.
+  static uint64_t handle(VkSemaphore s) { return reinterpret_cast<uint64_t>(s); }
+  struct Real {
     PFN_vkGetDeviceProcAddr getDeviceProcAddr = nullptr;
+    PFN_vkSignalSemaphore signal = nullptr;
+    PFN_vkWaitSemaphores wait = nullptr;
+    PFN_vkGetSemaphoreCounterValue value = nullptr;
   };
   // One device's entry points serve all: they are the loader's or the layer's, which dispatch
   // on the device.
@@ -223,18 +205,6 @@ class TimelineObserver {
     return r;
   }
 
-  // The timeline functions of `device` as this observer hands them out (for a harness's own
-  // calls, so that they are observed and serialized like baton's).
-  static Functions functions(VkInstance instance, VkDevice device) {
-    auto gdpa = reinterpret_cast<PFN_vkGetDeviceProcAddr>(
-        getInstanceProcAddr(instance, "vkGetDeviceProcAddr"));
-    Functions f;
-    f.signal = reinterpret_cast<PFN_vkSignalSemaphore>(gdpa(device, "vkSignalSemaphore"));
-    f.wait = reinterpret_cast<PFN_vkWaitSemaphores>(gdpa(device, "vkWaitSemaphores"));
-    f.value = reinterpret_cast<PFN_vkGetSemaphoreCounterValue>(
-        gdpa(device, "vkGetSemaphoreCounterValue"));
-    return f;
-  }
   // Set while synchronization validation is on (VulkanValidation::prepare).
   std::atomic<bool> serialize{false};
 
@@ -242,7 +212,7 @@ class TimelineObserver {
   std::shared_mutex calls_;
 
   mutable std::mutex mutex_;
-  std::vector<Entry> entries_;
+  std::unordered_map<uint64_t, uint64_t> reached_;  // handle -> highest value seen
 };
 
 // The one filter rule (issue 32). VUID-VkSemaphoreSignalInfo-value-03259 forbids a host signal
@@ -259,7 +229,7 @@ class TimelineObserver {
 // semaphore was observed to have reached before (TimelineObserver): a signal operation of that
 // value has then executed, or cannot be valid, so it is not pending, and the message is the
 // layer's. A message naming a pending value above everything observed is not filtered.
-inline bool pendingSignalAlreadyReached(const ValidationMessage& m, void*) {
+inline bool pendingSignalAlreadyReached(const ValidationMessage& m) {
   static const char kPending[] = "pending signal operation (";
   const size_t at = m.text.find(kPending);
   if (at == std::string::npos || m.objects.empty()) return false;
@@ -301,12 +271,9 @@ class VulkanValidation {
   // Called for each unfiltered error (from whichever thread made the Vulkan call). The default
   // prints it; the gtest harness fails the running test.
   std::function<void(const ValidationMessage&)> onError;
-  // Rules that filter proven layer false positives (see the file comment), with a context
-  // pointer handed to each situation check. layerFalsePositives() unless the caller changes it.
+  // Rules that filter proven layer false positives (see the file comment):
+  // layerFalsePositives() unless the caller changes it.
   std::vector<ValidationFilter> filters;
-  void* filterContext = nullptr;
-  // Print every message as it arrives (errors always are).
-  bool printAll = true;
 
   // Adds the layer, VK_EXT_debug_utils and (Sync) VK_EXT_validation_features to `info`, and the
   // messenger (for vkCreateInstance/vkDestroyInstance's own messages) and the feature enables
@@ -442,7 +409,7 @@ class VulkanValidation {
       m.objects.push_back(data->pObjects[i].objectHandle);
     if (m.error()) {
       for (const ValidationFilter& f : filters) {
-        if (m.id == f.vuid && f.situation(m, filterContext)) {
+        if (m.id == f.vuid && f.situation(m)) {
           m.filteredBy = f.reproducer;
           break;
         }
@@ -459,7 +426,7 @@ class VulkanValidation {
         onError(m);
       else
         std::fprintf(stderr, "[vulkan validation] ERROR %s\n", m.text.c_str());
-    } else if (printAll) {
+    } else {
       const std::string why =
           m.filteredBy
               ? std::string(" (filtered: a layer false positive, see ") + m.filteredBy + ")"

@@ -2,9 +2,9 @@
 // (the loader's exports, e.g. from C code or an example's own lines) through TimelineObserver, as
 // baton's are through VulkanDevice::getInstanceProcAddr: observed for the validation filter and,
 // under synchronization validation, serialized against each other (vulkan_validation.hpp).
-// Linked into the Vulkan test programs, the demo and the guide's Vulkan example: these
-// definitions take the place of the loader's for the program, and pass on to the loader's own
-// (RTLD_NEXT). Nothing changes while validation is off but the bookkeeping.
+// Linked into the Vulkan test programs (the reproducers too), the demo and the guide's Vulkan
+// example: these definitions take the place of the loader's for the program, and pass on to the
+// loader's own (RTLD_NEXT). Nothing changes while validation is off but the bookkeeping.
 #include <dlfcn.h>
 
 #include "vulkan_validation.hpp"
