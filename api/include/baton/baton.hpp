@@ -4,6 +4,7 @@
 
 #include "baton/buffer.hpp"
 #include "baton/command_buffer.hpp"
+#include "baton/communicator.hpp"
 #include "baton/device.hpp"
 #include "baton/export.h"  // BATON_API (each header includes it too)
 #include "baton/fwd.hpp"

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "baton/communicator.hpp"
 #include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
@@ -104,6 +105,65 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
   [[nodiscard]] Result hostCall(HostCallback callback, void* userData) const noexcept;
   /// Records a native callback; see NativeCallback.
   [[nodiscard]] Result native(NativeCallback callback, void* userData) const noexcept;
+  ///@}
+
+  /// \name Collective commands
+  /// Each records one operation of `communicator` (see baton/communicator.hpp), which must belong
+  /// to this command buffer's device, as its buffers must. Counts are in elements of `type`; a
+  /// range is [offset, offset + n * elementSize(type)) of its buffer. When the submission runs,
+  /// consecutive collective commands of one command buffer go to the library as one group
+  /// (ncclGroupStart/End): sends and receives between ranks in one command buffer cannot
+  /// deadlock, and several collectives launch together. Every rank of the communicator must
+  /// record the same collectives in the same order (and matching send/recv pairs); mismatched
+  /// calls are the library's undefined behaviour, in practice a stall that the communicator's
+  /// timeout turns into failure.
+  /// A submission with collectives publishes its signals from the host once its work completed
+  /// (as one with host calls does): a failed communicator then fails them instead.
+  /// Each returns Success, ErrorInvalidState (not recording, or the communicator failed: its
+  /// reason is in the message), ErrorInvalidHandle (this, the communicator or a buffer),
+  /// ErrorDeviceMismatch (a communicator or buffer of another device), ErrorInvalidArgument
+  /// (count 0, a type or op that is not one of its enumerators, a root or peer outside
+  /// 0..rankCount-1, a range outside its buffer, source and destination overlapping other than
+  /// in place as the call allows). A rejected call records nothing.
+  ///@{
+
+  /// Every rank's `dst` receives the reduction of all ranks' `src` (count elements each).
+  /// In place when src and dst are the same range; otherwise they must not overlap.
+  [[nodiscard]] Result allReduce(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                 Buffer dst, uint64_t dstOffset, uint64_t count, ElementType type,
+                                 ReduceOp op) const noexcept;
+  /// Every rank's `dst` receives rank `root`'s `src` (count elements). `src` is read on the root
+  /// only (other ranks may pass their dst range). In place when src and dst are the same range.
+  [[nodiscard]] Result broadcast(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                 Buffer dst, uint64_t dstOffset, uint64_t count, ElementType type,
+                                 uint32_t root) const noexcept;
+  /// Rank `root`'s `dst` receives the reduction of all ranks' `src`; `dst` is written on the
+  /// root only (other ranks may pass their src range). In place when src and dst are the same.
+  [[nodiscard]] Result reduce(Communicator communicator, Buffer src, uint64_t srcOffset,
+                              Buffer dst, uint64_t dstOffset, uint64_t count, ElementType type,
+                              ReduceOp op, uint32_t root) const noexcept;
+  /// Every rank's `dst` (rankCount * count elements) receives each rank r's `src` (count
+  /// elements) at element r * count. In place when src is dst's slot of this rank.
+  [[nodiscard]] Result allGather(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                 Buffer dst, uint64_t dstOffset, uint64_t count,
+                                 ElementType type) const noexcept;
+  /// Rank r's `dst` (count elements) receives the reduction of slot r (elements r * count ..) of
+  /// every rank's `src` (rankCount * count elements). In place when dst is src's slot of this
+  /// rank.
+  [[nodiscard]] Result reduceScatter(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                     Buffer dst, uint64_t dstOffset, uint64_t count,
+                                     ElementType type, ReduceOp op) const noexcept;
+  /// Rank r sends slot p of its `src` to rank p, which stores it in slot r of its `dst`; slots
+  /// are `count` elements, src and dst rankCount * count each, not overlapping.
+  [[nodiscard]] Result allToAll(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                Buffer dst, uint64_t dstOffset, uint64_t count,
+                                ElementType type) const noexcept;
+  /// Sends `count` elements to rank `peer`, which records the matching recv().
+  [[nodiscard]] Result send(Communicator communicator, Buffer src, uint64_t srcOffset,
+                            uint64_t count, ElementType type, uint32_t peer) const noexcept;
+  /// Receives `count` elements from rank `peer`, which records the matching send().
+  [[nodiscard]] Result recv(Communicator communicator, Buffer dst, uint64_t dstOffset,
+                            uint64_t count, ElementType type, uint32_t peer) const noexcept;
   ///@}
 };
 

@@ -6,6 +6,7 @@
 
 #include "baton/buffer.hpp"
 #include "baton/command_buffer.hpp"
+#include "baton/communicator.hpp"
 #include "baton/export.h"
 #include "baton/fwd.hpp"
 #include "baton/physical_device.hpp"
@@ -98,6 +99,17 @@ class BATON_API Device : public Handle<Device> {
   /// Waits that start after the call use it. No effect on a host-backend device, whose queue
   /// threads wake waiters as they signal. Thread safe. Returns Success, ErrorInvalidHandle.
   [[nodiscard]] Result setHostWaitSpin(uint64_t spinNs) const noexcept;
+
+  /// Creates this device's rank of a communicator group (see baton/communicator.hpp;
+  /// ncclCommInitRankConfig, non-blocking): blocks until every rank of the group has arrived, at
+  /// most info.timeoutNs — a rank that never arrives is an error then, not a hang. Ownership:
+  /// the caller owns *communicator. Thread safe. Returns Success, ErrorInvalidArgument (rankCount
+  /// 0, rank out of range, null output), ErrorInvalidHandle, ErrorNotSupported (the host backend,
+  /// or no collective library: the message says why), ErrorDeviceLost, ErrorDriver (the
+  /// library's error with its message — ids that do not match, two ranks on one GPU — or ranks
+  /// that did not arrive within the timeout).
+  [[nodiscard]] Result createCommunicator(const struct CommunicatorCreateInfo& info,
+                                          Communicator* communicator) const noexcept;
 };
 
 /// A Device that is destroyed with its owner (see Unique).

@@ -116,6 +116,32 @@ class BATON_API Instance : public Handle<Instance> {
   [[nodiscard]] Result createDevice(PhysicalDevice physicalDevice,
                                     const struct DeviceCreateInfo& info,
                                     Device* device) const noexcept;
+
+  /// Reports whether `backend` has a collective library (NCCL for CUDA, RCCL for HIP), which
+  /// one and its version, or why not. Loads the library on first use (dlopen; the path in
+  /// BATON_NCCL_LIBRARY or BATON_RCCL_LIBRARY first when set). Thread safe. Returns Success
+  /// (also when not available: out->reason says why), ErrorInvalidArgument (null, an unknown
+  /// backend), ErrorInvalidHandle.
+  [[nodiscard]] Result getCollectiveSupport(BackendKind backend,
+                                            struct CollectiveSupport* out) const noexcept;
+  /// Makes a new id for one communicator group of `backend` (ncclGetUniqueId), to be handed to
+  /// every rank (see CommunicatorId). The rank that makes it should be rank 0: the id holds the
+  /// address where that process listens. Thread safe. Returns Success, ErrorNotSupported (no
+  /// collective library: the message says why), ErrorInvalidArgument, ErrorInvalidHandle,
+  /// ErrorDriver.
+  [[nodiscard]] Result createCommunicatorId(BackendKind backend,
+                                            struct CommunicatorId* id) const noexcept;
+  /// Creates a whole group in this process at once: communicators[i] is rank i, on devices[i]
+  /// (one device per rank, distinct physical devices, all of one backend), with a fresh id
+  /// (as ncclCommInitAll). Blocks until every rank is initialised, at most info.timeoutNs.
+  /// Ownership: the caller owns each communicator. Thread safe. Returns Success,
+  /// ErrorInvalidArgument (no devices, null output, two ranks on one physical device),
+  /// ErrorInvalidHandle, ErrorDeviceMismatch (devices of other instances or mixed backends),
+  /// ErrorNotSupported (no collective library, the host backend), ErrorDriver; on an error
+  /// nothing is created.
+  [[nodiscard]] Result createCommunicators(Span<const Device> devices,
+                                           const struct CommunicatorGroupCreateInfo& info,
+                                           Communicator* communicators) const noexcept;
 };
 
 /// An Instance that is destroyed with its owner (see Unique).
