@@ -89,6 +89,13 @@ Result CommandBuffer::end() const noexcept {
     if (!cb->recording)
       return Status(Result::ErrorInvalidState,
                     "command buffer is not recording (call begin() first)");
+    CommandList& list = *cb->recording;
+    for (const Command& c : list.commands) {
+      if (c.kind != Command::Kind::Collective) continue;
+      bool seen = false;
+      for (const Ref<core::Communicator>& comm : list.communicators) seen |= comm == c.communicator;
+      if (!seen) list.communicators.push_back(c.communicator);
+    }
     cb->ended = std::move(cb->recording);
     cb->recording = nullptr;
     return Status();
@@ -190,5 +197,188 @@ Result CommandBuffer::native(NativeCallback callback, void* userData) const noex
                           });
   });
 }
+
+// ---- collective commands (baton/communicator.hpp) --------------------------------------------
+
+namespace {
+
+// What one collective call reads and writes, in elements of its type.
+struct CollectiveShape {
+  uint64_t srcCount = 0, dstCount = 0;  // 0: the call has no such buffer
+  // Where the in-place form puts src inside dst (AllGather) or dst inside src (ReduceScatter),
+  // in elements; UINT64_MAX: in place only when the ranges are identical.
+  uint64_t inPlaceAt = UINT64_MAX;
+  bool inPlaceAllowed = true;
+};
+
+Status findCommunicator(const core::CommandBuffer& cb, Communicator communicator,
+                        Ref<core::Communicator>* out) {
+  Status st;
+  *out =
+      find<core::Communicator>(communicator.raw(), ObjectType::Communicator, "communicator", &st);
+  if (!*out) return st;
+  if ((*out)->device != cb.device)
+    return error(Result::ErrorDeviceMismatch, "%s belongs to %s, the command buffer to %s",
+                 (*out)->label.c_str(), (*out)->device->label().c_str(),
+                 cb.device->label().c_str());
+  return (*out)->usable();
+}
+
+uint64_t bytesOf(uint64_t count, ElementType type, bool* overflow) {
+  const uint64_t size = elementSize(type);
+  if (count > UINT64_MAX / size) {
+    *overflow = true;
+    return 0;
+  }
+  return count * size;
+}
+
+// Records a collective command after checking everything the library would otherwise find (or
+// not find) at run time: the communicator, the buffers, ranks, types, ops and ranges.
+Status recordCollective(core::CommandBuffer& cb, CommandList& list, core::CollectiveOp op,
+                        Communicator communicator, Buffer src, uint64_t srcOffset, Buffer dst,
+                        uint64_t dstOffset, uint64_t count, ElementType type, ReduceOp reduce,
+                        uint32_t peer) {
+  Command c{Command::Kind::Collective};
+  BATON_TRY(findCommunicator(cb, communicator, &c.communicator));
+  const core::Communicator& comm = *c.communicator;
+  const char* name = core::collectiveOpName(op);
+  if (count == 0) return error(Result::ErrorInvalidArgument, "%s of 0 elements", name);
+  if (static_cast<uint32_t>(type) >= kElementTypeCount)
+    return error(Result::ErrorInvalidArgument, "%s: unknown element type %u", name,
+                 static_cast<unsigned>(type));
+  const bool reduces = op == core::CollectiveOp::AllReduce || op == core::CollectiveOp::Reduce ||
+                       op == core::CollectiveOp::ReduceScatter;
+  if (reduces && static_cast<uint32_t>(reduce) >= kReduceOpCount)
+    return error(Result::ErrorInvalidArgument, "%s: unknown reduce op %u", name,
+                 static_cast<unsigned>(reduce));
+  const bool rooted = op == core::CollectiveOp::Broadcast || op == core::CollectiveOp::Reduce;
+  const bool p2p = op == core::CollectiveOp::Send || op == core::CollectiveOp::Recv;
+  if ((rooted || p2p) && peer >= comm.rankCount)
+    return error(Result::ErrorInvalidArgument, "%s: %s %u is out of range: %s has %u rank(s)", name,
+                 rooted ? "root" : "peer", peer, comm.label.c_str(), comm.rankCount);
+  const uint64_t n = comm.rankCount;
+  CollectiveShape shape;
+  bool overflow = count > UINT64_MAX / n;
+  switch (op) {
+    case core::CollectiveOp::AllReduce:
+    case core::CollectiveOp::Broadcast:
+    case core::CollectiveOp::Reduce: shape.srcCount = shape.dstCount = count; break;
+    case core::CollectiveOp::AllGather:
+      shape.srcCount = count;
+      shape.dstCount = count * n;
+      shape.inPlaceAt = count * comm.rank;
+      break;
+    case core::CollectiveOp::ReduceScatter:
+      shape.srcCount = count * n;
+      shape.dstCount = count;
+      shape.inPlaceAt = count * comm.rank;
+      break;
+    case core::CollectiveOp::AllToAll:
+      shape.srcCount = shape.dstCount = count * n;
+      shape.inPlaceAllowed = false;
+      break;
+    case core::CollectiveOp::Send: shape.srcCount = count; break;
+    case core::CollectiveOp::Recv: shape.dstCount = count; break;
+  }
+  const uint64_t srcBytes = bytesOf(shape.srcCount, type, &overflow);
+  const uint64_t dstBytes = bytesOf(shape.dstCount, type, &overflow);
+  if (overflow)
+    return error(Result::ErrorInvalidArgument, "%s: %llu elements of %s overflow 64 bits", name,
+                 static_cast<unsigned long long>(count), elementTypeName(type));
+  if (shape.srcCount) {
+    BATON_TRY(findBuffer(cb, src, "source", &c.src));
+    BATON_TRY(checkRange(*c.src, srcOffset, srcBytes, "source"));
+  }
+  if (shape.dstCount) {
+    BATON_TRY(findBuffer(cb, dst, "destination", &c.dst));
+    BATON_TRY(checkRange(*c.dst, dstOffset, dstBytes, "destination"));
+  }
+  if (c.src && c.dst && c.src == c.dst && srcOffset < dstOffset + dstBytes &&
+      dstOffset < srcOffset + srcBytes) {
+    // Overlapping: only the in-place forms the library defines.
+    const uint64_t at = shape.inPlaceAt == UINT64_MAX ? 0 : shape.inPlaceAt * elementSize(type);
+    bool inPlace = false;
+    if (shape.inPlaceAllowed) {
+      if (op == core::CollectiveOp::AllGather)
+        inPlace = srcOffset == dstOffset + at;
+      else if (op == core::CollectiveOp::ReduceScatter)
+        inPlace = dstOffset == srcOffset + at;
+      else
+        inPlace = srcOffset == dstOffset;
+    }
+    if (!inPlace)
+      return error(Result::ErrorInvalidArgument,
+                   "%s: source and destination ranges overlap other than in place", name);
+  }
+  c.srcOffset = srcOffset;
+  c.dstOffset = dstOffset;
+  c.size = count;
+  c.collective = op;
+  c.elementType = type;
+  c.reduceOp = reduce;
+  c.peer = peer;
+  list.commands.push_back(std::move(c));
+  return Status();
+}
+
+}  // namespace
+
+#define BATON_RECORD_COLLECTIVE(NAME, OP, SRC, SRC_OFFSET, DST, DST_OFFSET, REDUCE, PEER)      \
+  return entry("CommandBuffer::" NAME, [&](const core::Instance*& owner) -> Status {           \
+    return record(handle_, owner, [&](core::CommandBuffer& cb, CommandList& list) -> Status {  \
+      return recordCollective(cb, list, core::CollectiveOp::OP, communicator, SRC, SRC_OFFSET, \
+                              DST, DST_OFFSET, count, type, REDUCE, PEER);                     \
+    });                                                                                        \
+  })
+
+Result CommandBuffer::allReduce(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                Buffer dst, uint64_t dstOffset, uint64_t count, ElementType type,
+                                ReduceOp op) const noexcept {
+  BATON_RECORD_COLLECTIVE("allReduce", AllReduce, src, srcOffset, dst, dstOffset, op, 0);
+}
+
+Result CommandBuffer::broadcast(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                Buffer dst, uint64_t dstOffset, uint64_t count, ElementType type,
+                                uint32_t root) const noexcept {
+  BATON_RECORD_COLLECTIVE("broadcast", Broadcast, src, srcOffset, dst, dstOffset, ReduceOp::Sum,
+                          root);
+}
+
+Result CommandBuffer::reduce(Communicator communicator, Buffer src, uint64_t srcOffset, Buffer dst,
+                             uint64_t dstOffset, uint64_t count, ElementType type, ReduceOp op,
+                             uint32_t root) const noexcept {
+  BATON_RECORD_COLLECTIVE("reduce", Reduce, src, srcOffset, dst, dstOffset, op, root);
+}
+
+Result CommandBuffer::allGather(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                Buffer dst, uint64_t dstOffset, uint64_t count,
+                                ElementType type) const noexcept {
+  BATON_RECORD_COLLECTIVE("allGather", AllGather, src, srcOffset, dst, dstOffset, ReduceOp::Sum, 0);
+}
+
+Result CommandBuffer::reduceScatter(Communicator communicator, Buffer src, uint64_t srcOffset,
+                                    Buffer dst, uint64_t dstOffset, uint64_t count,
+                                    ElementType type, ReduceOp op) const noexcept {
+  BATON_RECORD_COLLECTIVE("reduceScatter", ReduceScatter, src, srcOffset, dst, dstOffset, op, 0);
+}
+
+Result CommandBuffer::allToAll(Communicator communicator, Buffer src, uint64_t srcOffset,
+                               Buffer dst, uint64_t dstOffset, uint64_t count,
+                               ElementType type) const noexcept {
+  BATON_RECORD_COLLECTIVE("allToAll", AllToAll, src, srcOffset, dst, dstOffset, ReduceOp::Sum, 0);
+}
+
+Result CommandBuffer::send(Communicator communicator, Buffer src, uint64_t srcOffset,
+                           uint64_t count, ElementType type, uint32_t peer) const noexcept {
+  BATON_RECORD_COLLECTIVE("send", Send, src, srcOffset, Buffer(), 0, ReduceOp::Sum, peer);
+}
+
+Result CommandBuffer::recv(Communicator communicator, Buffer dst, uint64_t dstOffset,
+                           uint64_t count, ElementType type, uint32_t peer) const noexcept {
+  BATON_RECORD_COLLECTIVE("recv", Recv, Buffer(), 0, dst, dstOffset, ReduceOp::Sum, peer);
+}
+
+#undef BATON_RECORD_COLLECTIVE
 
 }  // namespace baton

@@ -10,11 +10,7 @@
 
 namespace baton {
 
-static void copyText(char* dst, size_t cap, const std::string& text) {
-  size_t n = std::min(cap - 1, text.size());
-  std::memcpy(dst, text.data(), n);
-  dst[n] = '\0';
-}
+using core::copyText;
 
 Result createInstance(const InstanceCreateInfo& info, Instance* out) noexcept {
   return entry("createInstance", [&](const core::Instance*& owner) -> Status {

@@ -100,6 +100,8 @@ Status buildSubmission(core::Device& dev, const SubmitInfo& info, size_t i, Subm
                    "submit info %zu, command buffer %zu has no ended recording (call begin() "
                    "and end() before submitting)",
                    i, c);
+    for (const Ref<core::Communicator>& comm : cb->ended->communicators)
+      BATON_TRY(comm->usable().context(format("submit info %zu, command buffer %zu", i, c)));
     sub.commandLists.push_back(cb->ended);
   }
   return buildSignals(dev, info.signals, i, sub);

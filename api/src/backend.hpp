@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <new>
 #include <string>
@@ -25,6 +26,7 @@
 
 #include "baton/buffer.hpp"
 #include "baton/command_buffer.hpp"
+#include "baton/communicator.hpp"
 #include "baton/physical_device.hpp"
 #include "clock.hpp"
 #include "cpu.hpp"
@@ -285,6 +287,33 @@ struct MemoryFdImport {
   bool dedicated = false;  // a dedicated allocation (the driver must be told)
 };
 
+// Collectives (baton/communicator.hpp): what a backend's collective engine needs to make one
+// rank of a communicator group.
+struct CommunicatorSetup {
+  CommunicatorId id;
+  uint32_t rank = 0, rankCount = 0;
+  uint64_t timeoutNs = 0;  // resolved (never 0)
+  std::string label;       // how messages name the communicator
+};
+
+// One rank's communicator, as the backend made it; core::Communicator owns it. The backend's
+// queues execute its collective commands (Command::Kind::Collective) and watch it while they run.
+class CommunicatorImpl : public Object {
+ public:
+  // This rank and the group's size, as the library reports them (split and shrink renumber).
+  uint32_t rank = 0, rankCount = 0;
+  // Whether it failed, and why (a reason naming the communicator, the rank and the error).
+  virtual bool failed(std::string* reason) const = 0;
+  // ncclCommSplit / ncclCommShrink: *out null for kSplitNoColor.
+  virtual Status split(int32_t color, int32_t key, const std::string& label,
+                       Ref<CommunicatorImpl>* out) = 0;
+  virtual Status shrink(const std::vector<int>& excluded, const std::string& label,
+                        Ref<CommunicatorImpl>* out) = 0;
+  // Ends the library's communicator: finalize and destroy when it is healthy, abort when it
+  // failed (or finalizing took longer than its timeout). Idempotent; the object stays valid.
+  virtual Status destroy() = 0;
+};
+
 class QueueImpl {
  public:
   virtual ~QueueImpl() = default;
@@ -345,6 +374,15 @@ class DeviceImpl {
     (void)import, (void)allocation, (void)keep;
     return Status(Result::ErrorNotSupported, "this backend imports no external memory");
   }
+
+  // Collectives: this device's rank of a communicator group. Blocks until the group is
+  // initialised or setup.timeoutNs passed.
+  virtual Status createCommunicator(const CommunicatorSetup& setup, Ref<CommunicatorImpl>* out) {
+    (void)setup, (void)out;
+    return Status(Result::ErrorNotSupported,
+                  "the host backend has no collective engine (collectives need the CUDA or HIP "
+                  "backend with NCCL or RCCL)");
+  }
 };
 
 class Backend {
@@ -361,6 +399,27 @@ class Backend {
   virtual PhysicalDeviceProperties properties(uint32_t ordinal) const = 0;
   virtual Status createDevice(uint32_t ordinal, Device& device,
                               std::unique_ptr<DeviceImpl>* out) = 0;
+
+  // Collectives: the library (loaded on first use), a fresh group id, and a whole group of this
+  // process's devices at once (setups[i] for devices[i]; all of this backend).
+  virtual CollectiveSupport collectiveSupport() {
+    CollectiveSupport s;
+    s.backend = kind();
+    snprintf(s.reason, sizeof(s.reason), "%s",
+             "the host backend has no collective engine (collectives need the CUDA or HIP backend "
+             "with NCCL or RCCL)");
+    return s;
+  }
+  virtual Status createCommunicatorId(CommunicatorId* id) {
+    (void)id;
+    return Status(Result::ErrorNotSupported, collectiveSupport().reason);
+  }
+  virtual Status createCommunicators(const std::vector<DeviceImpl*>& devices,
+                                     const std::vector<CommunicatorSetup>& setups,
+                                     std::vector<Ref<CommunicatorImpl>>* out) {
+    (void)devices, (void)setups, (void)out;
+    return Status(Result::ErrorNotSupported, collectiveSupport().reason);
+  }
 };
 
 // The backends built into this library, host first. Defined in registry.cpp.

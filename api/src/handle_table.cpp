@@ -11,6 +11,7 @@ const char* objectTypeName(ObjectType type) noexcept {
     case ObjectType::Semaphore: return "Semaphore";
     case ObjectType::CommandBuffer: return "CommandBuffer";
     case ObjectType::Buffer: return "Buffer";
+    case ObjectType::Communicator: return "Communicator";
   }
   return "Object";
 }

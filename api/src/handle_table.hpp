@@ -31,6 +31,7 @@ enum class ObjectType : uint8_t {
   Semaphore,
   CommandBuffer,
   Buffer,
+  Communicator,
 };
 const char* objectTypeName(ObjectType type) noexcept;
 

@@ -176,8 +176,45 @@ class Queue : public Object, private Waiter {
   WaitNode node_;  // linked while the head of held_ is blocked
 };
 
+// One rank of a communicator group (baton/communicator.hpp): the public handle's object. The
+// backend's CommunicatorImpl does the work; this keeps what the frontend validates against.
+class Communicator : public Object {
+ public:
+  Communicator(Ref<Device> device, Ref<CommunicatorImpl> impl, uint32_t rank, uint32_t rankCount,
+               uint64_t timeoutNs, std::string label)
+      : device(std::move(device)),
+        impl(std::move(impl)),
+        rank(rank),
+        rankCount(rankCount),
+        timeoutNs(timeoutNs),
+        label(std::move(label)) {}
+  ~Communicator() override;
+  // ErrorInvalidState naming the communicator and its failure, or Success while it is ready.
+  Status usable() const;
+
+  Ref<Device> device;
+  Ref<CommunicatorImpl> impl;
+  const uint32_t rank, rankCount;
+  const uint64_t timeoutNs;
+  const std::string label;  // "communicator 'grads' (rank 1 of 4, device #1 (cuda:0))"
+  uint64_t handle = 0;
+};
+
+// What a Collective command does (CommandBuffer::allReduce ...).
+enum class CollectiveOp : uint8_t {
+  AllReduce,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  AllToAll,
+  Send,
+  Recv
+};
+const char* collectiveOpName(CollectiveOp op) noexcept;
+
 struct Command {
-  enum class Kind { Copy, Fill, Update, HostCall, Native };
+  enum class Kind { Copy, Fill, Update, HostCall, Native, Collective };
   explicit Command(Kind k) : kind(k) {}
   Kind kind;
   Ref<Buffer> src, dst;
@@ -187,12 +224,21 @@ struct Command {
   HostCallback hostCallback = nullptr;
   NativeCallback nativeCallback = nullptr;
   void* userData = nullptr;
+  // Collective: the operation, its communicator and arguments; src/dst and their offsets above
+  // (Send: src only; Recv: dst only); `size` is the count in elements.
+  Ref<Communicator> communicator;
+  CollectiveOp collective = CollectiveOp::AllReduce;
+  ElementType elementType = ElementType::Float32;
+  ReduceOp reduceOp = ReduceOp::Sum;
+  uint32_t peer = 0;  // Broadcast, Reduce: the root; Send, Recv: the peer
 };
 
 // An ended recording; immutable, shared by every submission of it.
 class CommandList : public Object {
  public:
   std::vector<Command> commands;
+  // The communicators its collective commands use, each once (submit checks they are usable).
+  std::vector<Ref<Communicator>> communicators;
 };
 
 class CommandBuffer : public Object {

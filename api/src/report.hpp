@@ -4,12 +4,21 @@
 // object is unknown, e.g. a null handle).
 #pragma once
 
+#include <cstring>
+
 #include "baton/instance.hpp"
 #include "status.hpp"
 
 namespace baton::core {
 
 class Instance;
+
+// Copies `text` into dst[cap] (cap > 0), cut to fit, NUL-terminated.
+inline void copyText(char* dst, size_t cap, const std::string& text) {
+  size_t n = cap - 1 < text.size() ? cap - 1 : text.size();
+  std::memcpy(dst, text.data(), n);
+  dst[n] = '\0';
+}
 
 // Returns status.code(). For errors: sets the thread's last error to "<operation>: <message>"
 // and passes it to the debug callback(s) with severity Error.

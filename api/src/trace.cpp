@@ -570,5 +570,27 @@ void deviceLost(const std::string& label, const std::string& reason) noexcept {
   }
 }
 
+void collective(uint64_t id, uint64_t bytes, const std::string& what) noexcept {
+  try {
+    if (!on()) return;
+    withBuffer([&](Buffer& b) {
+      if (room(b, 1)) push(b, RecordKind::Collective, nowNs(), id, bytes, addString(b, what));
+    });
+  } catch (...) {
+    // Tracing is best effort: out of memory loses this record, nothing else.
+  }
+}
+
+void communicatorFailed(const std::string& reason) noexcept {
+  try {
+    withBuffer([&](Buffer& b) {
+      if (room(b, 1)) push(b, RecordKind::CommunicatorFailed, nowNs(), 0, 0, addString(b, reason));
+    });
+    nvtxNote("baton communicator failed: " + reason);
+  } catch (...) {
+    // Tracing is best effort: out of memory loses this record, nothing else.
+  }
+}
+
 }  // namespace detail
 }  // namespace baton::core::trace

@@ -18,7 +18,8 @@
 //     Slices: "submit" (X, the core submit call, args: queue and submission ids), "wait" and
 //     "waitIdle" (B/E, host waits: entries, mode, result), "host call #N" and "native #N" (B/E,
 //     where the callback ran), "signal" (X, a host signal), "issue #N" (X, a stream queue's driver
-//     calls for submission N). Instants (i): "semaphore failed" (reason), "device lost" (global).
+//     calls for submission N). Instants (i): "semaphore failed" (reason), "device lost" and
+//     "communicator failed" (global, reason).
 //   - process "baton queues": per queue a track named after its label ("queue 0 of device #1
 //     (host)") with one slice per submission, "#N" (X), from when it started executing —
 //     host queues: exactly; stream queues: as observed, max(issued, the previous submission's
@@ -26,7 +27,9 @@
 //     observed (on stream queues, or when a thread first saw one of its signal values reached);
 //     args: id, queue, waits and signals ({semaphore, name, value}), submitted_us, released_us,
 //     issued_us, completed_us, held, status ("ok", "failed", "in flight" when the file was
-//     written) and error. A second
+//     written) and error. A submission with collectives has, inside its slice, one slice per
+//     collective ("allReduce float32 x 1024", cat "collective"; args: what (communicator, rank,
+//     op, type, count) and bytes). A second
 //     track, "<label> · held", has a slice "#N held" (X) for each submission the scheduler held,
 //     from when it reached the head of the queue to its release. A failed submission also gets
 //     an instant "#N failed" on the first track.
@@ -128,6 +131,8 @@ void reached(const Semaphore& s, uint64_t value) noexcept;
 void published(const Semaphore& s, uint64_t value) noexcept;
 void semaphoreFailed(const Semaphore& s, Result code, const std::string& reason) noexcept;
 void deviceLost(const std::string& label, const std::string& reason) noexcept;
+void collective(uint64_t id, uint64_t bytes, const std::string& what) noexcept;
+void communicatorFailed(const std::string& reason) noexcept;
 enum MarkKind : uint32_t { kIssueBegin, kIssued, kCompleted };
 }  // namespace detail
 
@@ -205,6 +210,18 @@ inline void semaphoreFailed(const Semaphore& s, Result code, const std::string& 
 inline void deviceLost(const std::string& label, const std::string& reason) {
   if (on()) [[unlikely]]
     detail::deviceLost(label, reason);
+}
+
+// Submission `id` (traced) runs a collective: `what` says which (communicator, rank, op, type,
+// count); `bytes` is what this rank sends. A slice inside the submission's on its queue's track.
+inline void collective(uint64_t id, uint64_t bytes, const std::string& what) {
+  if (id) [[unlikely]]
+    detail::collective(id, bytes, what);
+}
+// A communicator failed (an instant, global: every queue that used it is affected).
+inline void communicatorFailed(const std::string& reason) {
+  if (on()) [[unlikely]]
+    detail::communicatorFailed(reason);
 }
 
 // A host wait (hostWait) as a B/E pair on the calling thread.

@@ -34,6 +34,7 @@ struct Sub {
   std::vector<Op> waits, signals, left;  // left: the waits left in it at release (met GPU-side)
   bool isReleased = false, isFailed = false;
   std::string error;
+  std::vector<std::pair<std::string, uint64_t>> collectives;  // what, bytes
   // Derived: the slices on its queue's tracks.
   bool hasExec = false, hasHeld = false;
   uint64_t execBegin = 0, execEnd = 0, heldBegin = 0, heldEnd = 0;
@@ -418,6 +419,13 @@ class Writer {
           e.args = "{\"reason\":" + quoted(text(t, r)) + "}";
           break;
         }
+        case RecordKind::CommunicatorFailed: {
+          Event& e = add('i', "communicator failed", "failure", r.ts, pid, tid);
+          e.extra = ",\"s\":\"g\"";
+          e.args = "{\"reason\":" + quoted(text(t, r)) + "}";
+          break;
+        }
+        case RecordKind::Collective: subs_[r.a].collectives.emplace_back(text(t, r), r.b); break;
         case RecordKind::SemaphoreName:
         case RecordKind::QueueName: break;  // read first (run)
       }
@@ -562,6 +570,15 @@ class Writer {
              s->status + "\"";
         if (s->isFailed) a += ",\"error\":" + quoted(s->error);
         e.args = a + "}";
+        // Its collectives, inside it (their own times on the GPU are not observed).
+        for (const auto& [what, bytes] : s->collectives) {
+          const size_t cut = what.rfind(": ");
+          Event& c = add('X', cut == std::string::npos ? what : what.substr(cut + 2), "collective",
+                         s->execBegin, queuesPid_, execTid(track));
+          c.dur = s->execEnd - s->execBegin;
+          c.args = "{\"id\":" + id + ",\"what\":" + quoted(what) +
+                   ",\"bytes\":" + std::to_string(bytes) + "}";
+        }
       }
       if (s->hasHeld) {
         Event& e = add('X', "#" + id + " held", "held", s->heldBegin, queuesPid_, heldTid(track));

@@ -31,6 +31,8 @@ enum class RecordKind : uint32_t {
   DeviceLost,       // c: string ("<label>: <reason>")
   SemaphoreName,    // a: semaphore key, c: string
   QueueName,        // a: queue track, b: BackendKind, c: string (label)
+  Collective,       // a: submission id, b: bytes, c: string (what)
+  CommunicatorFailed,  // c: string (reason)
 };
 
 struct Record {

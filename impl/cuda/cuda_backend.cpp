@@ -330,7 +330,7 @@ Status describe(int ordinal, DeviceInfo* out) {
   return Status();
 }
 
-class CudaBackend final : public core::Backend {
+class CudaBackend final : public stream::StreamBackend {
  public:
   BackendKind kind() const override { return BackendKind::Cuda; }
 

@@ -319,7 +319,7 @@ Status describe(int ordinal, DeviceInfo* out) {
   return Status();
 }
 
-class HipBackend final : public core::Backend {
+class HipBackend final : public stream::StreamBackend {
  public:
   BackendKind kind() const override { return BackendKind::Hip; }
 

@@ -415,7 +415,8 @@ class Completion {
     core::Notifier::Scope scope;  // releases run once, after all are published
     for (size_t i = 0; i < inflight_.size(); ++i) {
       Record& r = inflight_[i];
-      if (r.hostCalls) return;  // its signals are not out yet: nothing behind it may go first
+      // Its signals are not out yet (host calls, collectives): nothing behind it may go first.
+      if (r.hostCalls || r.collectives) return;
       if (!r.submission || !r.hostPublished || r.signalsDone || r.externalSignals) {
         if (r.hostPublished) return;  // kept host-published: those behind it keep the order
         continue;
@@ -563,7 +564,9 @@ class Completion {
         ++submissions;
         if (!r.hostPublished) continue;
         int32_t failed = r.hostCalls ? r.hostCalls->firstError.load(std::memory_order_acquire) : 0;
-        if (failed != 0)
+        if (!r.collectives.take()) {
+          // A communicator failure failed the signals already (collectives.hpp).
+        } else if (failed != 0)
           core::failSignals(*r.submission, Issuer(*q_).hostCallFailure(failed));
         else
           core::reachSignals(*r.submission);
@@ -670,8 +673,9 @@ class Completion {
   void failIfReleasedByFailure(Record& r) {
     for (const core::Submission::Wait& w : r.submission->waits) {
       if (!w.external || !w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
-      core::failSignals(*r.submission,
-                        core::failedWait(q_->label, w, Result::ErrorSemaphoreFailed));
+      if (r.collectives.take())
+        core::failSignals(*r.submission,
+                          core::failedWait(q_->label, w, Result::ErrorSemaphoreFailed));
       r.signalsDone = true;
       if (r.hostPublished) {  // its publication is done too
         r.hostPublished = false;
@@ -698,7 +702,7 @@ class Completion {
         if (r.submission) {
           ++submissions;
           core::trace::completed(r.submission->traceId);
-          if (!r.signalsDone) core::failSignals(*r.submission, why);
+          if (!r.signalsDone && r.collectives.take()) core::failSignals(*r.submission, why);
           if (r.hostPublished) q_->hostPublished.fetch_sub(1, std::memory_order_seq_cst);
         }
         for (const core::Allocation& a : r.freeAfter) q_->device->freeAllocation(a);
@@ -712,7 +716,7 @@ class Completion {
       std::lock_guard<core::Mutex> lock(q_->issueMutex);
       if (q_->continuation) {
         Record& c = *q_->continuation;
-        core::failSignals(*c.submission, why);
+        if (c.collectives.take()) core::failSignals(*c.submission, why);
         q_->dropRelease(c.published, c.hostPublish, why);
         if (!drained) keepForDriver(std::move(c.hostCalls));
         q_->continuation.reset();

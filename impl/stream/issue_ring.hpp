@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "collectives.hpp"
 #include "cpu.hpp"
 #include "host_calls.hpp"
 #include "stream_timepoint.hpp"
@@ -35,6 +36,7 @@ struct Issue {
   // signals nothing, or when no event could be had then (it is attached after recording).
   Ref<StreamTimepoint> timepoint;
   uint32_t hostCalls = 0;        // HostCall commands in it
+  uint32_t collectives = 0;      // Collective commands in it
   bool hostPublish = false;      // counted in QueueShared::hostPublished until published or failed
   bool urgent = false;           // see Record::urgent
   bool gated = false;            // it waits GPU-side for an imported semaphore
@@ -120,6 +122,9 @@ class IssueRing {
 struct Record {
   Ref<StreamTimepoint> timepoint;
   std::unique_ptr<core::Submission> submission;
+  // With collectives: who decides the signals (collectives.hpp). Declared after `submission`, so
+  // that it is let go (taken) before the submission is destroyed.
+  ClaimRef collectives;
   std::unique_ptr<HostCalls> hostCalls;
   Ref<StreamTimepoint> published;           // Issue::timepoint, until recorded or abandoned
   uint32_t hostCallCount = 0;               // Issue::hostCalls

@@ -223,7 +223,7 @@ class Issuer {
       return;
     }
     if (!st.ok()) {
-      fail(sub, st);
+      if (rec.collectives.take()) fail(sub, st);  // else a communicator failure failed them
       q_.dropRelease(rec.published, hostPublish, st);
       rec.signalsDone = true;
     } else if (hostPublish) {
@@ -442,6 +442,26 @@ class Issuer {
           BATON_TRY(current.context("after a native callback on " + q_.label));
           break;
         }
+        case core::Command::Kind::Collective: {
+          // This command and the collective commands right after it in its list: one group.
+          const std::vector<core::Command>& list =
+              rec.submission->commandLists[rec.nextList]->commands;
+          const size_t first = rec.nextCommand - 1;
+          size_t end = rec.nextCommand;
+          while (end < list.size() && list[end].kind == core::Command::Kind::Collective) ++end;
+          for (size_t i = rec.nextCommand; i < end; ++i)
+            for (const Ref<core::Buffer>* b : {&list[i].src, &list[i].dst})
+              if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+          rec.ops += static_cast<uint32_t>(end - rec.nextCommand);
+          rec.nextCommand = end;
+          if (!rec.collectives)
+            rec.collectives.reset(core::makeRef<CollectiveClaim>(rec.submission.get()));
+          BATON_TRY(driverCall([&] {
+            return enqueueCollectives(&list[first], end - first, d_, q_.stream,
+                                      *rec.collectives.get(), q_.label, sub.traceId);
+          }));
+          break;
+        }
       }
     }
     return Status();
@@ -455,7 +475,9 @@ class Issuer {
   // Fails a submission that has no record (nothing of it is in flight) and counts it done.
   // `issuing`: the error arose in issuing it (named so in the reason), rather than in a wait.
   void failUnrecorded(Record& rec, Status st, bool issuing = true) {
-    if (issuing) {
+    if (!rec.collectives.take()) {
+      // A communicator failure failed the signals already.
+    } else if (issuing) {
       fail(*rec.submission, st);
     } else {
       core::failSignals(*rec.submission, st);

@@ -40,6 +40,15 @@ std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfi
   return std::make_unique<StreamDevice>(device, std::move(shared));
 }
 
+core::Status createCommunicators(const std::vector<core::DeviceImpl*>& devices,
+                                 const std::vector<core::CommunicatorSetup>& setups,
+                                 std::vector<Ref<core::CommunicatorImpl>>* out) {
+  std::vector<CollectiveDevice> list;
+  for (core::DeviceImpl* d : devices)
+    list.push_back(static_cast<StreamDevice*>(d)->collectiveDevice());
+  return createCommunicators(list, setups, out);
+}
+
 Stats stats() noexcept {
   Stats s;
   s.eventsCreated = gEventsCreated.load(std::memory_order_relaxed);

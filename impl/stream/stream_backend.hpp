@@ -53,8 +53,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "backend.hpp"
+#include "collectives.hpp"
 #include "stream_driver.hpp"
 
 namespace baton::stream {
@@ -76,6 +78,26 @@ struct DeviceConfig {
 
 // Creates the backend half of `device` on the driver described by `config`.
 std::unique_ptr<core::DeviceImpl> createDevice(core::Device& device, DeviceConfig config);
+
+// Backend::createCommunicators for devices made by createDevice (collectives.hpp).
+core::Status createCommunicators(const std::vector<core::DeviceImpl*>& devices,
+                                 const std::vector<core::CommunicatorSetup>& setups,
+                                 std::vector<Ref<core::CommunicatorImpl>>* out);
+
+// What the CUDA and HIP backends share besides their devices: the collective library of their
+// kind (NCCL, RCCL; collectives.hpp).
+class StreamBackend : public core::Backend {
+ public:
+  CollectiveSupport collectiveSupport() override { return stream::collectiveSupport(kind()); }
+  core::Status createCommunicatorId(CommunicatorId* id) override {
+    return stream::createCommunicatorId(kind(), id);
+  }
+  core::Status createCommunicators(const std::vector<core::DeviceImpl*>& devices,
+                                   const std::vector<core::CommunicatorSetup>& setups,
+                                   std::vector<Ref<core::CommunicatorImpl>>* out) override {
+    return stream::createCommunicators(devices, setups, out);
+  }
+};
 
 // Process-wide counters over every device of every stream backend: benchmarks print them to show
 // that the event pool and the in-flight bookkeeping stay bounded in steady state.

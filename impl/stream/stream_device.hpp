@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "backend.hpp"
+#include "collectives.hpp"
 #include "device_shared.hpp"
 #include "issue_thread.hpp"
 #include "objects.hpp"
@@ -124,6 +125,14 @@ class StreamDevice final : public core::DeviceImpl {
     *out = a;
     *keep = std::move(imported);
     return Status();
+  }
+
+  Status createCommunicator(const core::CommunicatorSetup& setup,
+                            Ref<core::CommunicatorImpl>* out) override {
+    return stream::createCommunicator(collectiveDevice(), setup, out);
+  }
+  CollectiveDevice collectiveDevice() const {
+    return CollectiveDevice{&shared_->driver, shared_->config.context, &device_};
   }
 
  private:

@@ -179,6 +179,9 @@ class StreamQueue final : public core::QueueImpl {
   // Issuer::ready, for a submission not yet released: its waits' timepoints are recorded (or
   // this queue's own), and the stream has room.
   bool readyForDirect(const core::Submission& sub) {
+    // Collectives go to the device's issuing thread (collectives.hpp says why).
+    for (const Ref<core::CommandList>& list : sub.commandLists)
+      if (!list->communicators.empty()) return false;
     for (const core::Submission::Wait& w : sub.waits) {
       if (!w.timepoint) continue;
       auto* tp = static_cast<const StreamTimepoint*>(w.timepoint.get());
@@ -202,9 +205,14 @@ class StreamQueue final : public core::QueueImpl {
     e.number = number;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
     for (const Ref<core::CommandList>& list : sub->commandLists)
-      for (const core::Command& c : list->commands)
+      for (const core::Command& c : list->commands) {
         e.hostCalls += c.kind == core::Command::Kind::HostCall;
-    e.hostPublish = e.hostCalls != 0 || q_->hostPublished.load(std::memory_order_seq_cst) != 0;
+        e.collectives += c.kind == core::Command::Kind::Collective;
+      }
+    // Host calls and collectives decide on the host whether the signals are reached or failed
+    // (collectives.hpp says why for collectives).
+    e.hostPublish = e.hostCalls != 0 || e.collectives != 0 ||
+                    q_->hostPublished.load(std::memory_order_seq_cst) != 0;
     // Decided here, where the semaphores are in this thread's cache, so that the issuing thread
     // looks at them only when it has to signal one: which signals it makes GPU-side (imported
     // semaphores), and whether a mirror needs the values reached promptly (promptReach).

@@ -6,7 +6,8 @@ Usage: ctypes_smoke.py PATH/TO/libbaton.so   (or BATON_LIBRARY=PATH ctypes_smoke
 Creates an instance (with a debug callback), the host backend's device and a queue, and a
 semaphore; submits a batch that waits for 1 and signals 2 before anything signals 1 (a host call
 in it records that it ran), signals 1 from the host, waits for 2, and checks the values; then
-checks that bad calls return the right result and message. Exits non-zero on any mismatch.
+checks that bad calls return the right result and message; checks the collectives' structs and
+names, and that the host device makes no communicator. Exits non-zero on any mismatch.
 """
 import ctypes as C
 import os
@@ -16,7 +17,7 @@ import sys
 SUCCESS, NOT_READY, TIMEOUT = 0, 1, 2
 ERROR_INVALID_ARGUMENT, ERROR_INVALID_HANDLE = -1, -2
 ERROR_NON_INCREASING_VALUE, ERROR_SEMAPHORE_FAILED = -4, -5
-ERROR_OBJECT_IN_USE = -12
+ERROR_NOT_SUPPORTED, ERROR_OBJECT_IN_USE = -10, -12
 WAIT_FOREVER = 2**64 - 1
 BACKEND_KIND_HOST = 0
 MESSAGE_SEVERITY_ERROR = 2
@@ -54,6 +55,20 @@ class SubmitInfo(C.Structure):
                 ("command_buffers", C.POINTER(Handle)), ("command_buffer_count", C.c_size_t),
                 ("signals", C.POINTER(SemaphoreValue)), ("signal_count", C.c_size_t)]
 
+
+class CollectiveSupport(C.Structure):
+    _fields_ = [("backend", C.c_int32), ("available", C.c_bool), ("version", C.c_uint32),
+                ("library", C.c_char * 256), ("reason", C.c_char * 512),
+                ("can_revoke", C.c_bool), ("can_shrink", C.c_bool)]
+
+
+class CommunicatorCreateInfo(C.Structure):
+    _fields_ = [("id", C.c_uint8 * 128), ("rank", C.c_uint32), ("rank_count", C.c_uint32),
+                ("timeout_ns", C.c_uint64), ("debug_name", C.c_char_p)]
+
+
+ELEMENT_TYPE_FLOAT32 = 7
+REDUCE_OP_AVG = 4
 
 DebugCallback = C.CFUNCTYPE(None, C.c_int32, C.c_char_p, C.c_void_p)
 HostCallback = C.CFUNCTYPE(C.c_int32, C.c_void_p)
@@ -97,6 +112,13 @@ def load(path):
         "baton_semaphore_wait": (r, [Handle, C.c_uint64, C.c_uint64]),
         "baton_semaphore_fail": (r, [Handle, C.c_char_p]),
         "baton_semaphore_destroy": (r, [Handle]),
+        "baton_instance_get_collective_support": (r, [Handle, C.c_int32,
+                                                      C.POINTER(CollectiveSupport)]),
+        "baton_device_create_communicator": (r, [Handle, C.POINTER(CommunicatorCreateInfo),
+                                                 C.POINTER(Handle)]),
+        "baton_element_size": (C.c_uint64, [C.c_int32]),
+        "baton_element_type_name": (C.c_char_p, [C.c_int32]),
+        "baton_reduce_op_name": (C.c_char_p, [C.c_int32]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -202,6 +224,24 @@ def main():
            "wait on a failed semaphore")
     check("smoke test failure" in b.baton_last_error_message().decode(),
           "the failure reason is not in the message")
+
+    # Collectives: the host backend has none (a reason, not an error); its device makes no
+    # communicator.
+    support = CollectiveSupport()
+    expect(SUCCESS, b.baton_instance_get_collective_support(instance, BACKEND_KIND_HOST,
+                                                            C.byref(support)),
+           "get_collective_support")
+    check(support.backend == BACKEND_KIND_HOST and not support.available and support.reason,
+          f"host collective support: available={support.available} reason={support.reason!r}")
+    check(b.baton_element_type_name(ELEMENT_TYPE_FLOAT32) == b"float32", "element type name")
+    check(b.baton_element_size(ELEMENT_TYPE_FLOAT32) == 4, "element size")
+    check(b.baton_reduce_op_name(REDUCE_OP_AVG) == b"avg", "reduce op name")
+    communicator_info = CommunicatorCreateInfo(rank=0, rank_count=1, debug_name=b"ctypes")
+    communicator = Handle()
+    expect(ERROR_NOT_SUPPORTED,
+           b.baton_device_create_communicator(device, C.byref(communicator_info),
+                                              C.byref(communicator)),
+           "create_communicator on the host")
 
     expect(SUCCESS, b.baton_command_buffer_destroy(commands), "command_buffer_destroy")
     expect(SUCCESS, b.baton_semaphore_destroy(semaphore), "semaphore_destroy")

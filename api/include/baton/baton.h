@@ -88,6 +88,11 @@ BATON_DEFINE_HANDLE(baton_command_buffer)
 /** Linear memory owned by a device (baton::Buffer): made by baton_device_create_buffer or
  * baton_queue_alloca_buffer, destroyed with baton_buffer_destroy. */
 BATON_DEFINE_HANDLE(baton_buffer)
+/** One rank of a group of devices that run collectives together (baton::Communicator): made by
+ * baton_device_create_communicator, baton_instance_create_communicators,
+ * baton_communicator_split or baton_communicator_shrink, destroyed with
+ * baton_communicator_destroy. */
+BATON_DEFINE_HANDLE(baton_communicator)
 
 /* ---- results (baton/result.hpp) ------------------------------------------------------------- */
 
@@ -646,6 +651,329 @@ BATON_API baton_result baton_buffer_map(baton_buffer buffer, void** host_pointer
  * (Buffer::getDeviceAddress) */
 BATON_API baton_result baton_buffer_get_device_address(baton_buffer buffer, uint64_t* address);
 
+/* ---- collectives (baton/communicator.hpp) --------------------------------------------------- */
+
+/** \name Collectives
+ * A communicator is one rank of a group of devices that exchange data with collective operations
+ * (all-reduce, broadcast, ...) and point-to-point transfers, carried by the collective library
+ * (NCCL on CUDA, RCCL on HIP, loaded at run time) and ordered by baton: collective commands are
+ * recorded in command buffers and run in queue order, so timeline semaphores order them like any
+ * other work. A failure the library reports, or no progress for the communicator's timeout,
+ * marks the communicator failed and fails the signals of every submission that used it (the
+ * device stays usable); see baton/communicator.hpp.
+ * @{ */
+
+/** The size of a baton_communicator_id: NCCL's and RCCL's unique id (NCCL_UNIQUE_ID_BYTES). */
+#define BATON_COMMUNICATOR_ID_SIZE 128u
+
+/** What the ranks of one communicator share (baton::CommunicatorId): made once by one rank
+ * (baton_instance_create_communicator_id), handed to every other rank by the application (any
+ * channel: it is plain bytes), and given to each rank's baton_device_create_communicator. An id
+ * is used for one communicator only. */
+typedef struct baton_communicator_id {
+  uint8_t bytes[BATON_COMMUNICATOR_ID_SIZE]; /**< opaque to baton and to the application */
+} baton_communicator_id;
+
+/** The element type of a collective's buffers (baton::ElementType). Each maps to the library's
+ * own type of the same width and format, so reductions happen in the type itself. */
+typedef enum baton_element_type {
+  BATON_ELEMENT_TYPE_INT8 = 0,             /**< signed 8-bit integer */
+  BATON_ELEMENT_TYPE_UINT8 = 1,            /**< unsigned 8-bit integer */
+  BATON_ELEMENT_TYPE_INT32 = 2,            /**< signed 32-bit integer */
+  BATON_ELEMENT_TYPE_UINT32 = 3,           /**< unsigned 32-bit integer */
+  BATON_ELEMENT_TYPE_INT64 = 4,            /**< signed 64-bit integer */
+  BATON_ELEMENT_TYPE_UINT64 = 5,           /**< unsigned 64-bit integer */
+  BATON_ELEMENT_TYPE_FLOAT16 = 6,          /**< IEEE 754 half precision */
+  BATON_ELEMENT_TYPE_FLOAT32 = 7,          /**< IEEE 754 single precision */
+  BATON_ELEMENT_TYPE_FLOAT64 = 8,          /**< IEEE 754 double precision */
+  BATON_ELEMENT_TYPE_BFLOAT16 = 9,         /**< bfloat16: float32's exponent, 7 mantissa bits */
+  BATON_ELEMENT_TYPE_FLOAT8_E4M3 = 10,     /**< 8-bit float, 4 exponent, 3 mantissa bits (OCP) */
+  BATON_ELEMENT_TYPE_FLOAT8_E5M2 = 11,     /**< 8-bit float, 5 exponent, 2 mantissa bits (OCP) */
+  BATON_ELEMENT_TYPE_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide; not a type */
+} baton_element_type;
+/** The number of baton_element_type values (MAX_ENUM aside). */
+#define BATON_ELEMENT_TYPE_COUNT 12u
+
+/** The size in bytes of one element of `type`; 0 for a value that is not a baton_element_type.
+ * Thread safe. (baton::elementSize) */
+BATON_API uint64_t baton_element_size(baton_element_type type);
+
+/** The printable name of an element type ("float32", "bfloat16"); "?" for an unknown value.
+ * Never null; static storage. Thread safe. (baton::elementTypeName) */
+BATON_API const char* baton_element_type_name(baton_element_type type);
+
+/** How a reduction combines the ranks' elements (baton::ReduceOp). */
+typedef enum baton_reduce_op {
+  BATON_REDUCE_OP_SUM = 0,  /**< the sum */
+  BATON_REDUCE_OP_PROD = 1, /**< the product */
+  BATON_REDUCE_OP_MAX = 2,  /**< the largest */
+  BATON_REDUCE_OP_MIN = 3,  /**< the smallest */
+  BATON_REDUCE_OP_AVG = 4,  /**< the sum divided by the rank count (integers: toward zero) */
+  BATON_REDUCE_OP_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide; not an op */
+} baton_reduce_op;
+/** The number of baton_reduce_op values (MAX_ENUM aside). */
+#define BATON_REDUCE_OP_COUNT 5u
+
+/** The printable name of a reduction ("sum", "avg"); "?" for an unknown value. Never null;
+ * static storage. Thread safe. (baton::reduceOpName) */
+BATON_API const char* baton_reduce_op_name(baton_reduce_op op);
+
+/** What baton_communicator_get_state writes (baton::CommunicatorState). */
+typedef enum baton_communicator_state {
+  BATON_COMMUNICATOR_STATE_READY = 0,  /**< accepts collectives */
+  BATON_COMMUNICATOR_STATE_FAILED = 1, /**< failed (see get_failure_reason): only shrink works */
+  BATON_COMMUNICATOR_STATE_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide */
+} baton_communicator_state;
+
+/** baton_communicator_create_info::timeout_ns 0 means this: 30 seconds. */
+#define BATON_COLLECTIVE_TIMEOUT_DEFAULT_NS UINT64_C(30000000000)
+
+/** baton_communicator_split: this rank joins no new communicator. */
+#define BATON_SPLIT_NO_COLOR (-1)
+
+/** What baton_device_create_communicator needs (baton::CommunicatorCreateInfo). */
+typedef struct baton_communicator_create_info {
+  baton_communicator_id id; /**< the group's id (baton_instance_create_communicator_id) */
+  uint32_t rank;            /**< this device's rank: 0..rank_count-1, each rank once */
+  uint32_t rank_count;      /**< how many ranks the group has: 1 or more */
+  /** How long creation waits for every rank to arrive, and how long a collective may make no
+   * progress before baton fails the communicator; 0: BATON_COLLECTIVE_TIMEOUT_DEFAULT_NS. */
+  uint64_t timeout_ns;
+  const char* debug_name; /**< may be null; copied; names the communicator in messages */
+} baton_communicator_create_info;
+/** The C++ defaults: a zero id, rank 0, rank_count 0 (to be set), the default timeout, no
+ * name. */
+#define BATON_COMMUNICATOR_CREATE_INFO_INIT \
+  { {{0}}, 0, 0, 0, NULL }
+
+/** What baton_instance_create_communicators needs (baton::CommunicatorGroupCreateInfo). */
+typedef struct baton_communicator_group_create_info {
+  uint64_t timeout_ns;    /**< as baton_communicator_create_info::timeout_ns */
+  const char* debug_name; /**< as baton_communicator_create_info::debug_name, for every rank */
+} baton_communicator_group_create_info;
+/** The C++ defaults: the default timeout, no name. */
+#define BATON_COMMUNICATOR_GROUP_CREATE_INFO_INIT \
+  { 0, NULL }
+
+/** What baton_instance_get_collective_support writes (baton::CollectiveSupport). */
+typedef struct baton_collective_support {
+  baton_backend_kind backend; /**< the backend this describes */
+  bool available;             /**< the library loaded: communicators can be made */
+  /** The library's version as it reports it (ncclGetVersion: 22809 for 2.28.9); 0 if absent. */
+  uint32_t version;
+  char library[256]; /**< the path that loaded ("libnccl.so.2"), or "" */
+  /** Why not available (the paths tried and dlopen's errors, "the host backend has no
+   * collective engine", ...); "" when available. */
+  char reason[512];
+  bool can_revoke; /**< the library ends stuck operations and keeps the communicator */
+  bool can_shrink; /**< the library can shrink a communicator (NCCL 2.27 and later) */
+} baton_collective_support;
+
+/** Reports whether `backend` has a collective library (NCCL for CUDA, RCCL for HIP), which one
+ * and its version, or why not, into *support (caller-owned). Loads the library on first use (the
+ * path in BATON_NCCL_LIBRARY or BATON_RCCL_LIBRARY first when set). Thread safe.
+ * Returns BATON_SUCCESS (also when not available: support->reason says why),
+ * BATON_ERROR_INVALID_ARGUMENT (null support, an unknown backend), BATON_ERROR_INVALID_HANDLE.
+ * (Instance::getCollectiveSupport) */
+BATON_API baton_result baton_instance_get_collective_support(baton_instance instance,
+                                                             baton_backend_kind backend,
+                                                             baton_collective_support* support);
+
+/** Makes a new id for one communicator group of `backend` (ncclGetUniqueId) into *id
+ * (caller-owned), to be handed to every rank; the rank that makes it should be rank 0 (the id
+ * holds the address where that process listens). Thread safe.
+ * Returns BATON_SUCCESS, BATON_ERROR_NOT_SUPPORTED (no collective library: the message says
+ * why), BATON_ERROR_INVALID_ARGUMENT, BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DRIVER.
+ * (Instance::createCommunicatorId) */
+BATON_API baton_result baton_instance_create_communicator_id(baton_instance instance,
+                                                             baton_backend_kind backend,
+                                                             baton_communicator_id* id);
+
+/** Creates a whole group in this process at once (as ncclCommInitAll): communicators[i] (a
+ * caller-owned array of device_count entries) is rank i, on devices[i] (one device per rank,
+ * distinct physical devices, all of one backend), with a fresh id (info null: the defaults).
+ * Blocks until every rank is initialised, at most info->timeout_ns. Ownership: the caller owns
+ * each communicator (destroy with baton_communicator_destroy). Thread safe.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (no devices, null devices with a non-zero
+ * count, null communicators, two ranks on one physical device), BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_DEVICE_MISMATCH (devices of other instances or mixed backends),
+ * BATON_ERROR_NOT_SUPPORTED (no collective library, the host backend), BATON_ERROR_DRIVER; on
+ * an error nothing is created. (Instance::createCommunicators) */
+BATON_API baton_result baton_instance_create_communicators(
+    baton_instance instance, const baton_device* devices, size_t device_count,
+    const baton_communicator_group_create_info* info, baton_communicator* communicators);
+
+/** Creates this device's rank of a communicator group (ncclCommInitRankConfig, non-blocking):
+ * blocks until every rank of the group has arrived, at most info->timeout_ns (a rank that never
+ * arrives is an error then, not a hang). info null means the defaults, whose rank_count 0 is
+ * BATON_ERROR_INVALID_ARGUMENT. Ownership: the caller owns *communicator (destroy with
+ * baton_communicator_destroy). Thread safe.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (rank_count 0, rank out of range, null
+ * communicator), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_NOT_SUPPORTED (the host backend, or no
+ * collective library: the message says why), BATON_ERROR_DEVICE_LOST, BATON_ERROR_DRIVER (the
+ * library's error with its message, or ranks that did not arrive within the timeout).
+ * (Device::createCommunicator) */
+BATON_API baton_result baton_device_create_communicator(baton_device device,
+                                                        const baton_communicator_create_info* info,
+                                                        baton_communicator* communicator);
+
+/** Destroys the communicator. A ready one is finalized first (its issued collectives complete,
+ * which needs the other ranks to run theirs), then destroyed; a failed one is aborted (its stuck
+ * operations end, and the queue behind them moves on). Submissions already made keep the
+ * library's communicator until they finished. Not to be called concurrently with recording or
+ * submitting its collectives.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DRIVER (the library's error;
+ * the handle is gone either way). (Communicator::destroy) */
+BATON_API baton_result baton_communicator_destroy(baton_communicator communicator);
+
+/** Writes this communicator's rank. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
+ * BATON_ERROR_INVALID_HANDLE. (Communicator::getRank) */
+BATON_API baton_result baton_communicator_get_rank(baton_communicator communicator, uint32_t* rank);
+
+/** Writes how many ranks the group has. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+ * (null), BATON_ERROR_INVALID_HANDLE. (Communicator::getRankCount) */
+BATON_API baton_result baton_communicator_get_rank_count(baton_communicator communicator,
+                                                         uint32_t* count);
+
+/** Writes the device the communicator belongs to (its collectives run on that device's queues;
+ * not owned by the communicator). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+ * (null), BATON_ERROR_INVALID_HANDLE. (Communicator::getDevice) */
+BATON_API baton_result baton_communicator_get_device(baton_communicator communicator,
+                                                     baton_device* device);
+
+/** Writes the state; a failure found by baton's watch (an error, a timeout) shows here at the
+ * same moment the submissions' signals fail. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+ * (null), BATON_ERROR_INVALID_HANDLE. (Communicator::getState) */
+BATON_API baton_result baton_communicator_get_state(baton_communicator communicator,
+                                                    baton_communicator_state* state);
+
+/** Writes why the communicator failed into buffer (caller-owned; NUL-terminated, truncated to
+ * capacity), or "" while it is ready. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null
+ * buffer, capacity 0), BATON_ERROR_INVALID_HANDLE. (Communicator::getFailureReason) */
+BATON_API baton_result baton_communicator_get_failure_reason(baton_communicator communicator,
+                                                             char* buffer, size_t capacity);
+
+/** Splits the group (ncclCommSplit): every rank of this communicator calls it with a `color`;
+ * ranks of one color form a new communicator, ordered by `key` (then by their rank here). A rank
+ * passing BATON_SPLIT_NO_COLOR takes part but joins none (*out is BATON_NULL_HANDLE, success).
+ * Blocks until the ranks of its color arrived, at most this communicator's timeout. Ownership:
+ * the caller owns *out. Thread safe against calls on other communicators.
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_STATE (the communicator failed),
+ * BATON_ERROR_INVALID_ARGUMENT (null out, a negative color other than BATON_SPLIT_NO_COLOR),
+ * BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DRIVER (the library's error, or ranks that did not
+ * arrive within the timeout). (Communicator::split) */
+BATON_API baton_result baton_communicator_split(baton_communicator communicator, int32_t color,
+                                                int32_t key, baton_communicator* out);
+
+/** Makes a new communicator of the ranks not in excluded_ranks[0..excluded_count)
+ * (ncclCommShrink), typically after this one failed because those ranks died: each surviving
+ * rank calls it with the same list; their ranks are renumbered in order. On a failed
+ * communicator its stuck operations are ended first, so the queue behind them moves on; this
+ * communicator then stays failed (destroy it). Blocks until the survivors arrived, at most the
+ * timeout. Ownership: the caller owns *out and keeps the array.
+ * Returns BATON_SUCCESS, BATON_ERROR_NOT_SUPPORTED (the library has no shrink: NCCL before
+ * 2.27), BATON_ERROR_INVALID_ARGUMENT (null out, null excluded_ranks with a non-zero count, a
+ * rank out of range or listed twice, every rank excluded, this rank excluded),
+ * BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DRIVER. (Communicator::shrink) */
+BATON_API baton_result baton_communicator_shrink(baton_communicator communicator,
+                                                 const uint32_t* excluded_ranks,
+                                                 size_t excluded_count, baton_communicator* out);
+
+/** @} */
+
+/** \name Collective commands
+ * Recording calls (see "Recording calls" above) that each record one operation of
+ * `communicator`, which must belong to the command buffer's device, as its buffers must. Counts
+ * are in elements of `type`; a range is [offset, offset + n * baton_element_size(type)) of its
+ * buffer. Consecutive collective commands of one command buffer go to the library as one group
+ * (ncclGroupStart/End): sends and receives between ranks in one command buffer cannot deadlock.
+ * Every rank must record the same collectives in the same order (and matching send/recv pairs);
+ * mismatched calls stall until the communicator's timeout fails it. A submission with
+ * collectives publishes its signals from the host once its work completed; a failed
+ * communicator fails them instead.
+ * Each returns BATON_SUCCESS, BATON_ERROR_INVALID_STATE (not recording, or the communicator
+ * failed: its reason is in the message), BATON_ERROR_INVALID_HANDLE (the command buffer, the
+ * communicator or a buffer), BATON_ERROR_DEVICE_MISMATCH (a communicator or buffer of another
+ * device), BATON_ERROR_INVALID_ARGUMENT (count 0, a type or op that is not one of its values, a
+ * root or peer outside 0..rank count-1, a range outside its buffer, source and destination
+ * overlapping other than in place as the call allows). A rejected call records nothing. The
+ * communicator and buffers stay the caller's; the recording keeps them alive while it is
+ * pending.
+ * @{ */
+
+/** Every rank's dst receives the reduction of all ranks' src (count elements each). In place
+ * when src and dst are the same range; otherwise they must not overlap.
+ * (CommandBuffer::allReduce) */
+BATON_API baton_result baton_command_buffer_all_reduce(baton_command_buffer command_buffer,
+                                                       baton_communicator communicator,
+                                                       baton_buffer src, uint64_t src_offset,
+                                                       baton_buffer dst, uint64_t dst_offset,
+                                                       uint64_t count, baton_element_type type,
+                                                       baton_reduce_op op);
+
+/** Every rank's dst receives rank root's src (count elements); src is read on the root only
+ * (other ranks may pass their dst range). In place when src and dst are the same range.
+ * (CommandBuffer::broadcast) */
+BATON_API baton_result baton_command_buffer_broadcast(baton_command_buffer command_buffer,
+                                                      baton_communicator communicator,
+                                                      baton_buffer src, uint64_t src_offset,
+                                                      baton_buffer dst, uint64_t dst_offset,
+                                                      uint64_t count, baton_element_type type,
+                                                      uint32_t root);
+
+/** Rank root's dst receives the reduction of all ranks' src; dst is written on the root only
+ * (other ranks may pass their src range). In place when src and dst are the same range.
+ * (CommandBuffer::reduce) */
+BATON_API baton_result baton_command_buffer_reduce(baton_command_buffer command_buffer,
+                                                   baton_communicator communicator,
+                                                   baton_buffer src, uint64_t src_offset,
+                                                   baton_buffer dst, uint64_t dst_offset,
+                                                   uint64_t count, baton_element_type type,
+                                                   baton_reduce_op op, uint32_t root);
+
+/** Every rank's dst (rank count * count elements) receives each rank r's src (count elements)
+ * at element r * count. In place when src is dst's slot of this rank.
+ * (CommandBuffer::allGather) */
+BATON_API baton_result baton_command_buffer_all_gather(baton_command_buffer command_buffer,
+                                                       baton_communicator communicator,
+                                                       baton_buffer src, uint64_t src_offset,
+                                                       baton_buffer dst, uint64_t dst_offset,
+                                                       uint64_t count, baton_element_type type);
+
+/** Rank r's dst (count elements) receives the reduction of slot r (elements r * count ..) of
+ * every rank's src (rank count * count elements). In place when dst is src's slot of this rank.
+ * (CommandBuffer::reduceScatter) */
+BATON_API baton_result baton_command_buffer_reduce_scatter(baton_command_buffer command_buffer,
+                                                           baton_communicator communicator,
+                                                           baton_buffer src, uint64_t src_offset,
+                                                           baton_buffer dst, uint64_t dst_offset,
+                                                           uint64_t count, baton_element_type type,
+                                                           baton_reduce_op op);
+
+/** Rank r sends slot p of its src to rank p, which stores it in slot r of its dst; slots are
+ * count elements, src and dst rank count * count each, not overlapping.
+ * (CommandBuffer::allToAll) */
+BATON_API baton_result baton_command_buffer_all_to_all(baton_command_buffer command_buffer,
+                                                       baton_communicator communicator,
+                                                       baton_buffer src, uint64_t src_offset,
+                                                       baton_buffer dst, uint64_t dst_offset,
+                                                       uint64_t count, baton_element_type type);
+
+/** Sends count elements of src to rank peer, which records the matching
+ * baton_command_buffer_recv. (CommandBuffer::send) */
+BATON_API baton_result baton_command_buffer_send(baton_command_buffer command_buffer,
+                                                 baton_communicator communicator, baton_buffer src,
+                                                 uint64_t src_offset, uint64_t count,
+                                                 baton_element_type type, uint32_t peer);
+
+/** Receives count elements into dst from rank peer, which records the matching
+ * baton_command_buffer_send. (CommandBuffer::recv) */
+BATON_API baton_result baton_command_buffer_recv(baton_command_buffer command_buffer,
+                                                 baton_communicator communicator, baton_buffer dst,
+                                                 uint64_t dst_offset, uint64_t count,
+                                                 baton_element_type type, uint32_t peer);
+/** @} */
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
@@ -661,5 +989,9 @@ BATON_API baton_result baton_buffer_get_device_address(baton_buffer buffer, uint
 BATON_C_STATIC_ASSERT(sizeof(baton_result) == 4, "baton_result must be 32 bits");
 BATON_C_STATIC_ASSERT(sizeof(baton_backend_kind) == 4, "baton_backend_kind must be 32 bits");
 BATON_C_STATIC_ASSERT(sizeof(baton_semaphore) == 8, "baton handles must be 64 bits");
+BATON_C_STATIC_ASSERT(sizeof(baton_element_type) == 4, "baton_element_type must be 32 bits");
+BATON_C_STATIC_ASSERT(sizeof(baton_reduce_op) == 4, "baton_reduce_op must be 32 bits");
+BATON_C_STATIC_ASSERT(sizeof(baton_communicator_state) == 4,
+                      "baton_communicator_state must be 32 bits");
 
 #endif /* BATON_BATON_H_ */

@@ -139,9 +139,9 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
                                  uint32_t root) const noexcept;
   /// Rank `root`'s `dst` receives the reduction of all ranks' `src`; `dst` is written on the
   /// root only (other ranks may pass their src range). In place when src and dst are the same.
-  [[nodiscard]] Result reduce(Communicator communicator, Buffer src, uint64_t srcOffset,
-                              Buffer dst, uint64_t dstOffset, uint64_t count, ElementType type,
-                              ReduceOp op, uint32_t root) const noexcept;
+  [[nodiscard]] Result reduce(Communicator communicator, Buffer src, uint64_t srcOffset, Buffer dst,
+                              uint64_t dstOffset, uint64_t count, ElementType type, ReduceOp op,
+                              uint32_t root) const noexcept;
   /// Every rank's `dst` (rankCount * count elements) receives each rank r's `src` (count
   /// elements) at element r * count. In place when src is dst's slot of this rank.
   [[nodiscard]] Result allGather(Communicator communicator, Buffer src, uint64_t srcOffset,

@@ -36,10 +36,11 @@ class Communicator;
 /// The size of a CommunicatorId: NCCL's and RCCL's unique id (NCCL_UNIQUE_ID_BYTES).
 constexpr size_t kCommunicatorIdSize = 128;
 
-/// What the ranks of one communicator share: made once by one rank (Instance::createCommunicatorId),
-/// handed to every other rank by the application (a file, MPI, a key-value store: any channel;
-/// it is plain bytes), and given to each rank's Device::createCommunicator. It names the group
-/// and where its first rank listens for the others; an id is used for one communicator only.
+/// What the ranks of one communicator share: made once by one rank
+/// (Instance::createCommunicatorId), handed to every other rank by the application (a file, MPI, a
+/// key-value store: any channel; it is plain bytes), and given to each rank's
+/// Device::createCommunicator. It names the group and where its first rank listens for the others;
+/// an id is used for one communicator only.
 struct CommunicatorId {
   uint8_t bytes[kCommunicatorIdSize] = {};  ///< opaque to baton and to the application
 };
@@ -47,18 +48,18 @@ struct CommunicatorId {
 /// The element type of a collective's buffers. Each maps to the library's own type of the same
 /// width and format, never to a wider one, so that reductions happen in the type itself.
 enum class ElementType : uint32_t {
-  Int8 = 0,        ///< signed 8-bit integer
-  Uint8 = 1,       ///< unsigned 8-bit integer
-  Int32 = 2,       ///< signed 32-bit integer
-  Uint32 = 3,      ///< unsigned 32-bit integer
-  Int64 = 4,       ///< signed 64-bit integer
-  Uint64 = 5,      ///< unsigned 64-bit integer
-  Float16 = 6,     ///< IEEE 754 half precision
-  Float32 = 7,     ///< IEEE 754 single precision
-  Float64 = 8,     ///< IEEE 754 double precision
-  Bfloat16 = 9,    ///< bfloat16: float32's exponent, 7 mantissa bits
-  Float8E4M3 = 10, ///< 8-bit float, 4 exponent and 3 mantissa bits (OCP FP8 E4M3)
-  Float8E5M2 = 11, ///< 8-bit float, 5 exponent and 2 mantissa bits (OCP FP8 E5M2)
+  Int8 = 0,         ///< signed 8-bit integer
+  Uint8 = 1,        ///< unsigned 8-bit integer
+  Int32 = 2,        ///< signed 32-bit integer
+  Uint32 = 3,       ///< unsigned 32-bit integer
+  Int64 = 4,        ///< signed 64-bit integer
+  Uint64 = 5,       ///< unsigned 64-bit integer
+  Float16 = 6,      ///< IEEE 754 half precision
+  Float32 = 7,      ///< IEEE 754 single precision
+  Float64 = 8,      ///< IEEE 754 double precision
+  Bfloat16 = 9,     ///< bfloat16: float32's exponent, 7 mantissa bits
+  Float8E4M3 = 10,  ///< 8-bit float, 4 exponent and 3 mantissa bits (OCP FP8 E4M3)
+  Float8E5M2 = 11,  ///< 8-bit float, 5 exponent and 2 mantissa bits (OCP FP8 E5M2)
 };
 /// The number of ElementType values.
 constexpr uint32_t kElementTypeCount = 12;
@@ -123,8 +124,8 @@ struct CommunicatorCreateInfo {
 
 /// What Instance::createCommunicators needs. Read during the call only.
 struct CommunicatorGroupCreateInfo {
-  uint64_t timeoutNs = 0;            ///< as CommunicatorCreateInfo::timeoutNs
-  const char* debugName = nullptr;   ///< as CommunicatorCreateInfo::debugName, for every rank
+  uint64_t timeoutNs = 0;           ///< as CommunicatorCreateInfo::timeoutNs
+  const char* debugName = nullptr;  ///< as CommunicatorCreateInfo::debugName, for every rank
 };
 
 /// CommunicatorCreateInfo::timeoutNs 0: 30 seconds.
@@ -198,8 +199,7 @@ class BATON_API Communicator : public Handle<Communicator> {
   /// Returns Success, ErrorNotSupported (the library has no shrink: NCCL before 2.27),
   /// ErrorInvalidArgument (null out, a rank out of range or listed twice, every rank excluded,
   /// this rank excluded), ErrorInvalidHandle, ErrorDriver.
-  [[nodiscard]] Result shrink(Span<const uint32_t> excludedRanks,
-                              Communicator* out) const noexcept;
+  [[nodiscard]] Result shrink(Span<const uint32_t> excludedRanks, Communicator* out) const noexcept;
 };
 
 /// Communicator::split: this rank joins no new communicator.

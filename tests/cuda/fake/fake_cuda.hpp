@@ -13,7 +13,9 @@
 // The files: fake_cuda.hpp (this: what is modelled, and the engine's interface), engine.cpp (the
 // streams' worker threads, recorded positions, the host-function rule, configuration, counters),
 // devices.cpp (init, error names, devices, contexts), streams.cpp (streams, events, host
-// functions), memory.cpp (allocation, copies, fills, pools).
+// functions), memory.cpp (allocation, copies, fills, pools); where nccl.h is found, nccl.cpp
+// (communicators), nccl_collectives.cpp (collectives, sends, receives, groups) and nccl_reduce.cpp
+// (element types, reductions): the NCCL names, below.
 //
 // ---- Configuration (environment, read once) --------------------------------------------------
 //   BATON_FAKE_CUDA_MODE=async|sync  async (default): each stream is an in-order worker thread.
@@ -95,6 +97,94 @@
 //     event flags other than CU_EVENT_BLOCKING_SYNC and CU_EVENT_DISABLE_TIMING.
 //   - Memory limits: every allocation comes from the host heap; cuMemGetInfo reports 1 GiB.
 //   - Device-side timing: elapsed times are host times of the worker threads.
+//
+// ---- NCCL: a third set of names (nccl.cpp, nccl_collectives.cpp, nccl_reduce.cpp) -------------
+// Built in where nccl.h is found (NCCL 2.28.9's, in the toolkit's include directory): the module
+// then exports NCCL's entry points with nccl.h's prototypes, on this same emulation. Loaded
+// through BATON_NCCL_LIBRARY — or BATON_RCCL_LIBRARY: RCCL has the same names, and a hipStream_t
+// of the HIP names is a CUstream here — it lets CI run baton's collective engine with several
+// emulated devices (BATON_FAKE_CUDA_DEVICES) in one process. Exported: ncclGetVersion (22809),
+// ncclGetUniqueId, ncclGetErrorString (NCCL's texts), ncclGetLastError, ncclCommInitRank,
+// ncclCommInitRankConfig, ncclCommInitAll, ncclCommFinalize, ncclCommDestroy, ncclCommAbort,
+// ncclCommRevoke, ncclCommSplit, ncclCommShrink, ncclCommGetAsyncError, ncclCommCount,
+// ncclCommCuDevice, ncclCommUserRank, ncclGroupStart, ncclGroupEnd, ncclAllReduce, ncclBroadcast,
+// ncclBcast, ncclReduce, ncclAllGather, ncclReduceScatter, ncclAlltoAll, ncclSend, ncclRecv; for
+// tests, batonFakeNcclStats (BatonFakeNcclStats below; BATON_FAKE_CUDA_STATS=1 prints it too) and
+// `int batonFakeNcclInjectAsyncError(ncclComm_t, int ncclResult)` (0 on success, -1 for a handle
+// that is not live). Followed: the NCCL user guide (docs.nvidia.com/deeplearning/nccl/user-guide:
+// "Communicator Creation and Management Functions", "Collective Operations", "Group Calls",
+// "Point-To-Point Communication", "Fault Tolerance") and nccl.h's comments.
+//  N1. A rank is a communicator of an emulated device: the device of the context current on the
+//      calling thread at init (none: ncclInvalidUsage). The ranks of one unique id (its 128
+//      bytes) meet in a rendezvous that completes when all nranks arrived. Refused at arrival,
+//      with a message for ncclGetLastError: a rank out of range or nranks < 1
+//      (ncclInvalidArgument); a rank taken, another nranks, two ranks on one device ("Duplicate
+//      GPU detected") (ncclInvalidUsage). ncclCommInitAll makes a whole group at once.
+//  N2. A blocking init waits for every rank. A non-blocking one (config->blocking == 0;
+//      NCCL_CONFIG_INITIALIZER leaves it undefined, which blocks) returns ncclInProgress, and
+//      ncclCommGetAsyncError reports ncclInProgress until every rank arrived — for ever if one
+//      never does. Inits of one thread inside ncclGroupStart/End (one per device) complete at
+//      ncclGroupEnd (which returns ncclInProgress if one is non-blocking).
+//  N3. Each collective, send or receive call outside a group enqueues one op on its stream (a null
+//      stream: the default stream of the communicator's device). When the stream reaches it,
+//      collective k of a rank (numbered per communicator) meets collective k of every other rank;
+//      the last to arrive computes every rank's output; each op returns once its round is done.
+//      A rank that never gets there leaves its peers' ops blocked — and their streams behind
+//      them, as a spinning GPU kernel would — until revoke, abort or NCCL_SHRINK_ABORT ends them.
+//      Send k from rank a to rank b meets receive k of b from a; a send's op returns once its
+//      receiver took the data. Sends to self are allowed.
+//  N4. Inside a group the calls are collected; at the outermost ncclGroupEnd each (communicator,
+//      stream) gets one op that posts all its calls first (inputs, sends), then waits for each
+//      collective and receive in call order, then for its sends to be taken: the calls of one
+//      group never deadlock each other. A collective, send or receive refused inside a group
+//      makes ncclGroupEnd return its error, and nothing of the group runs.
+//  N5. Non-blocking communicators: a call (or the ncclGroupEnd of calls) returns ncclInProgress,
+//      and ncclCommGetAsyncError answers ncclInProgress on the next poll only, then ncclSuccess
+//      (the op is enqueued at the call, so stream order holds: the state only exercises the
+//      caller's polling). Another call before that poll: ncclInvalidArgument, as NCCL ("Attempt
+//      to use communicator before the previous operation returned ncclSuccess").
+//  N6. The 12 element types and the 5 built-in operators, reduced in rank order with a rounding
+//      to the type after each step (nccl_reduce.cpp says how). Inputs are copied when the op
+//      posts them, so in-place calls work (sendbuff == recvbuff; NCCL's in-place layouts of
+//      allGather and reduceScatter).
+//  N7. Failures. batonFakeNcclInjectAsyncError sets what ncclCommGetAsyncError reports, and what
+//      later calls on that rank return (as NCCL's ncclCommEnsureReady does); ops already waiting
+//      keep waiting, as with NCCL over sockets after a peer died. ncclCommRevoke(comm, 0) ends
+//      this rank's waiting and pending ops of the communicator at once (they return without
+//      writing their outputs; a peer completing the round later writes only its own), refuses
+//      later calls (ncclInvalidUsage) and ncclCommFinalize, and leaves the communicator to split,
+//      shrink and destroy; a non-blocking one answers ncclInProgress on one poll. ncclCommAbort
+//      ends the ops likewise and frees the handle. ncclCommFinalize: a blocking one waits until
+//      this rank's ops of the communicator ran, a non-blocking one returns ncclInProgress and
+//      reports it until then. ncclCommDestroy frees at once (ops already enqueued still run).
+//  N8. ncclCommSplit: every parent rank calls it; the ranks of one color make a communicator,
+//      ordered by (key, parent rank); NCCL_SPLIT_NOCOLOR takes part and gets NULL.
+//      ncclCommShrink: every surviving rank calls it with the same list; the survivors are
+//      renumbered in parent order; NCCL_SHRINK_ABORT first ends the parent's ops as revoke does.
+//      Their rendezvous are keyed by the parent's group and its count of splits (shrinks). Blocking
+//      or not as the config says (NULL: the parent's): non-blocking returns ncclInProgress, and the
+//      new communicator — and the parent, until the rendezvous completes — reports it.
+//  N9. Calls on different communicators may run concurrently on different threads, and
+//      ncclCommGetAsyncError from a watchdog thread alongside a call on the same communicator. No
+//      lock is held while an op or a call waits. A communicator the program never destroys stays
+//      reachable (no leak report at exit).
+// Deviations from NCCL, chosen:
+//   - One process: no bootstrap, no transports; the unique id is only a key.
+//   - Arrival errors (N1) are returned by the init call, non-blocking ones included.
+//   - Finalize is local (NCCL waits for the whole group to be quiescent); revoke is quiescent at
+//     once (NCCL: about 0.5 s, DESIGN §4).
+//   - ncclAvg of floating types sums, then divides (NCCL multiplies each input by 1/nranks first),
+//     so that averages of exact values stay exact. The fp8 types saturate (as cuda_fp8.h's
+//     __NV_SATFINITE conversions).
+//   - A collective whose calls differ between ranks (type, count, operator, root) writes no output
+//     and prints a message (NCCL: undefined, often a hang).
+//   - ncclGetLastError returns the calling thread's last message, whatever the communicator.
+//   - Not exported: ncclMemAlloc/Free, ncclCommRegister and windows, ncclGather, ncclScatter,
+//     ncclRedOpCreatePreMulSum (custom operators), ncclCommInitRankScalable,
+//     ncclGroupSimulateEnd, the pncclXxx names. Config fields other than blocking are ignored.
+//   - Sync mode (BATON_FAKE_CUDA_MODE=sync) runs each op inside its call: a group's ops go through
+//     their phases together, but a lone call blocks its thread until its peers' calls arrive
+//     (one thread per rank, or groups).
 #pragma once
 
 #include <cuda.h>
@@ -107,6 +197,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 // The counters, as batonFakeCudaStats reports them (all only grow, except the live counts).
 struct BatonFakeCudaStats {
@@ -126,6 +217,17 @@ struct BatonFakeCudaStats {
   uint64_t allocationsLive;
 };
 extern "C" void batonFakeCudaStats(BatonFakeCudaStats* out);
+
+// The fake NCCL's counters, as batonFakeNcclStats reports them (exported only where the module was
+// built with nccl.h; find it with dlsym). The live counts go down, the others only grow.
+struct BatonFakeNcclStats {
+  uint64_t communicatorsLive;    // handles made (init, split, shrink) not yet destroyed or aborted
+  uint64_t collectivesExecuted;  // collectives completed, counted once per rank
+  uint64_t p2pExecuted;          // sends and receives completed, each counted
+  uint64_t opsAborted;           // stream ops ended by revoke, abort or NCCL_SHRINK_ABORT
+  uint64_t opsLive;              // stream ops enqueued by NCCL calls and not yet finished
+};
+extern "C" void batonFakeNcclStats(BatonFakeNcclStats* out);
 
 namespace fake_cuda {
 
@@ -213,3 +315,73 @@ bool synchronizeContext(CUcontext context);
 int64_t nowNs();
 
 }  // namespace fake_cuda
+
+// ---- The fake NCCL's internals (nccl.cpp, nccl_collectives.cpp, nccl_reduce.cpp) ---------------
+// Seen only by units that include nccl.h before this header.
+#ifdef NCCL_H_
+#include <cstdarg>
+
+struct ncclComm {};  // a handle; the registry (nccl.cpp) maps it to its Rank
+
+namespace fake_cuda::nccl {
+
+struct NcclCounters {
+  std::atomic<uint64_t> communicatorsLive{0}, communicatorsMade{0}, collectivesExecuted{0},
+      p2pExecuted{0}, opsAborted{0}, opsLive{0};
+};
+extern NcclCounters gNccl;
+
+// The ops of one communicator group: collective rounds and messages (nccl_collectives.cpp).
+struct Clique;
+std::shared_ptr<Clique> makeClique(int nranks);
+uint64_t cliqueId(const Clique& clique);
+
+// One rank of a communicator: what a handle names, and what its stream ops hold (they outlive the
+// handle after destroy or abort).
+struct Rank {
+  Rank(int device_, bool blocking_) : device(device_), blocking(blocking_) {}
+  const int device;    // the ordinal of the context current at init (a split's: the parent's)
+  const bool blocking; // config->blocking != 0
+  // Set once the creation rendezvous completed, after clique, rank and nranks (release).
+  std::atomic<bool> ready{false};
+  // Revoked or aborted: set with the clique's mutex held, so that waiting ops see it.
+  std::atomic<bool> revoked{false};
+  std::shared_ptr<Clique> clique;
+  int rank = -1, nranks = 0;
+  std::mutex mutex;  // guards what follows
+  std::condition_variable idle;  // opsFinished grew (ncclCommFinalize)
+  ncclResult_t injected = ncclSuccess;  // batonFakeNcclInjectAsyncError
+  int pollsInProgress = 0;    // ncclCommGetAsyncError polls still answered ncclInProgress
+  int gatheringsPending = 0;  // non-blocking splits and shrinks of this parent not complete
+  bool finalizing = false;
+  uint64_t collectives = 0, splits = 0, shrinks = 0;  // sequence numbers issued
+  std::vector<uint64_t> sends, recvs;                 // per peer
+  uint64_t opsEnqueued = 0, opsFinished = 0;
+};
+
+// Records the calling thread's last error (ncclGetLastError) and returns `result`.
+ncclResult_t fail(ncclResult_t result, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
+// The rank a live handle names; null for any other pointer.
+std::shared_ptr<Rank> lookup(const ncclComm* comm);
+// Blocks until every state's creation rendezvous completed.
+void waitReady(const std::vector<std::shared_ptr<Rank>>& states);
+// What NCCL's ncclCommEnsureReady checks before a call on a communicator.
+ncclResult_t ensureUsable(Rank& rank, const char* api);
+// Ends the rank's waiting and pending ops (they return without writing outputs).
+void revoke(Rank& rank);
+// Groups (nccl_collectives.cpp): inside ncclGroupStart/End on this thread; a creation call inside
+// a group leaves its wait (or its progress report) to ncclGroupEnd.
+bool inGroup();
+void deferToGroup(const std::shared_ptr<Rank>& state);
+
+// The arithmetic (nccl_reduce.cpp). Enumerators in the order of nccl_collectives.cpp's Call.
+enum class Collective { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll };
+size_t elementSize(int type);  // 0 for a type NCCL does not have
+// Writes each rank's output (null: none, or withdrawn) from every rank's input, in rank order.
+void compute(Collective kind, int type, int op, size_t count, int root,
+             const std::vector<std::vector<unsigned char>>& inputs,
+             const std::vector<void*>& outputs);
+
+}  // namespace fake_cuda::nccl
+#endif  // NCCL_H_

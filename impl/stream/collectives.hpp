@@ -1,0 +1,138 @@
+// The collective engine of the stream backends (baton/communicator.hpp, DESIGN §3-4): communicators
+// made with NCCL or RCCL, collective commands enqueued on a queue's stream, and the watch that
+// turns a library error or a stall into failed semaphores.
+//
+// How a submission with collectives runs (Issuer, Completion):
+//   - its signals are published by the completion thread once its work completed (as with host
+//     calls: QueueShared::hostPublished), never as GPU-waitable timepoints — a collective that a
+//     dead peer stalls, then ended by ncclCommRevoke or an abort, completes its event without its
+//     data, and a GPU-side waiter would run on that;
+//   - each run of consecutive collective commands of one command list is one library group,
+//     issued by the device's issuing thread (never directly by a submitting thread: with several
+//     ranks in one process, a thread that issued rank 0's first collective could wait in the
+//     library's connection set-up for rank 1's, which that same thread would issue next), with an
+//     event recorded before and after it on the stream for each of its communicators (a Ticket:
+//     the watch measures progress between them);
+//   - a CollectiveClaim decides its signals: the record's owner takes it before publishing or
+//     failing them; the watch, on a failure, fails them first unless the owner took it.
+// The watch (one thread per process, while collectives are in flight) polls each communicator
+// with tickets: ncclCommGetAsyncError, and whether its oldest started collective made progress
+// within the communicator's timeout. On an error or a stall the communicator fails: its tickets'
+// claims fail their submissions' signals (with a reason naming the communicator, the rank and the
+// error), then ncclCommRevoke ends the stuck operations where the library has it (the queue moves
+// on, and the communicator stays usable for shrink); without it they stay stuck until the
+// application shrinks (NCCL_SHRINK_ABORT) or destroys (abort) the communicator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend.hpp"
+#include "baton/communicator.hpp"
+#include "object.hpp"
+#include "objects.hpp"
+#include "status.hpp"
+#include "stream_driver.hpp"
+
+namespace baton::stream {
+
+using core::Ref;
+
+// Whether the stream backend of `backend` has a collective library (loads it on first use).
+CollectiveSupport collectiveSupport(BackendKind backend);
+core::Status createCommunicatorId(BackendKind backend, CommunicatorId* id);
+
+// A device of the stream machinery, as the collective engine needs it.
+struct CollectiveDevice {
+  const DriverTable* driver = nullptr;
+  void* context = nullptr;
+  core::Device* device = nullptr;  // the core device: messages go to its instance; the
+                                   // communicator keeps it (and so the context) alive
+};
+core::Status createCommunicator(const CollectiveDevice& device,
+                                const core::CommunicatorSetup& setup,
+                                Ref<core::CommunicatorImpl>* out);
+// A whole group in this process, one rank per device, with one group of init calls.
+core::Status createCommunicators(const std::vector<CollectiveDevice>& devices,
+                                 const std::vector<core::CommunicatorSetup>& setups,
+                                 std::vector<Ref<core::CommunicatorImpl>>* out);
+
+// Who decides the signals of a submission with collectives: its record's owner (the issuing
+// thread, the completion thread, a retiring submitting thread) or the watch. Thread safe.
+class CollectiveClaim : public core::Object {
+ public:
+  explicit CollectiveClaim(core::Submission* submission) : submission_(submission) {}
+  // The owner, before it reaches or fails the signals, and before the submission is destroyed:
+  // true when the signals are still its to decide, false when the watch failed them already.
+  // Idempotent; after it the claim no longer touches the submission.
+  bool take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == State::Open) state_ = State::Taken;
+    submission_ = nullptr;
+    return state_ == State::Taken;
+  }
+  // The watch: fails the submission's signals with `why`, unless the owner took the claim.
+  void fail(const core::Status& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != State::Open) return;
+    state_ = State::Failed;
+    core::failSignals(*submission_, why);
+    submission_ = nullptr;
+  }
+
+ private:
+  enum class State { Open, Taken, Failed };
+  std::mutex mutex_;
+  core::Submission* submission_;
+  State state_ = State::Open;
+};
+
+// A record's claim, taken when the record lets it go (moved-from records hold none), so that no
+// path that destroys a submission can leave the watch a dangling pointer.
+class ClaimRef {
+ public:
+  ClaimRef() noexcept = default;
+  ClaimRef(ClaimRef&& o) noexcept : ref_(std::move(o.ref_)) {}
+  ClaimRef& operator=(ClaimRef&& o) noexcept {
+    if (this != &o) {
+      release();
+      ref_ = std::move(o.ref_);
+    }
+    return *this;
+  }
+  ~ClaimRef() { release(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(ref_); }
+  CollectiveClaim* get() const noexcept { return ref_.get(); }
+  void reset(Ref<CollectiveClaim> ref) {
+    release();
+    ref_ = std::move(ref);
+  }
+  // CollectiveClaim::take, or true without a claim.
+  bool take() const { return !ref_ || ref_->take(); }
+
+ private:
+  void release() {
+    if (ref_) (void)ref_->take();
+    ref_ = nullptr;
+  }
+  Ref<CollectiveClaim> ref_;
+};
+
+// Enqueues commands[0, count) — consecutive Collective commands of one command list, all of
+// communicators of the device whose context is current — as one library group on `stream`, and
+// hands their tickets to the watch. `claim` is the submission's (made by the caller).
+// `queueLabel` names the queue in messages; `traceId` is the submission's in the timeline trace
+// (0: not traced). Returns the library's error, or ErrorInvalidState when a communicator failed.
+core::Status enqueueCollectives(const core::Command* commands, size_t count, const DriverTable& d,
+                                void* stream, CollectiveClaim& claim, const std::string& queueLabel,
+                                uint64_t traceId);
+
+// Tests: make the engine behave as with a library without ncclCommRevoke (NCCL 2.28.3), or as
+// the loaded library does again. Thread safe.
+void setRevokeDisabledForTests(bool disabled);
+
+}  // namespace baton::stream

@@ -1,0 +1,601 @@
+// Collectives (baton/communicator.hpp): every op and element type checked against a host
+// computation, ordering by timeline semaphores (wait-before-signal across ranks, compute and
+// communication on two queues), and failure — a rank that never arrives, a rank that never runs
+// its part, a library error — turned into failed semaphores instead of hangs, then shrink.
+// Runs on every stream backend present with two or more devices: in CI on the fake driver's NCCL
+// emulation (tests/cuda/fake/nccl.cpp) under CUDA and HIP names; on GPU machines on NCCL.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective_test_support.hpp"
+#include "collectives.hpp"
+
+namespace baton_test {
+namespace {
+
+constexpr uint64_t kN = 96;  // elements per rank and slot
+
+// Rank r's input for element i: small integers, exact in every type, different per rank.
+double input(size_t r, uint64_t i) { return static_cast<double>(1 + r + (i % 3)); }
+
+double reduceHost(ReduceOp op, const std::vector<double>& v, ElementType type) {
+  double acc = v[0];
+  for (size_t k = 1; k < v.size(); ++k) {
+    switch (op) {
+      case ReduceOp::Sum:
+      case ReduceOp::Avg: acc += v[k]; break;
+      case ReduceOp::Prod: acc *= v[k]; break;
+      case ReduceOp::Max: acc = std::max(acc, v[k]); break;
+      case ReduceOp::Min: acc = std::min(acc, v[k]); break;
+    }
+  }
+  if (op == ReduceOp::Avg) {
+    acc /= static_cast<double>(v.size());
+    const bool integer = type != ElementType::Float16 && type != ElementType::Float32 &&
+                         type != ElementType::Float64 && type != ElementType::Bfloat16 &&
+                         type != ElementType::Float8E4M3 && type != ElementType::Float8E5M2;
+    if (integer) acc = std::trunc(acc);
+  }
+  return acc;
+}
+
+std::vector<double> inputs(size_t r, uint64_t count) {
+  std::vector<double> v(count);
+  for (uint64_t i = 0; i < count; ++i) v[i] = input(r, i);
+  return v;
+}
+
+class CollectiveOps : public CollectiveTest {
+ protected:
+  // Runs `record` on every rank's comm queue at once and waits for all.
+  void runAll(const std::function<Result(size_t, CommandBuffer)>& record) {
+    std::vector<Semaphore> done;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      done.push_back(semaphore());
+      ASSERT_OK(submit(r, [&](CommandBuffer cb) { return record(r, cb); }, {}, {{done[r], 1}}));
+    }
+    for (size_t r = 0; r < ranks_.size(); ++r) ASSERT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
+  }
+  void expectValues(size_t r, ElementType type, const std::vector<uint8_t>& got,
+                    const std::vector<double>& want, const std::string& what) {
+    const uint64_t es = elementSize(type);
+    ASSERT_EQ(got.size(), want.size() * es);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(decode(type, &got[i * es]), want[i])
+          << what << " " << elementTypeName(type) << ", rank " << r << ", element " << i;
+  }
+};
+
+TEST_P(CollectiveOps, AllReduceSumOfEveryElementType) {
+  makeRanks(2);
+  for (ElementType type : kAllTypes) {
+    const uint64_t bytes = kN * elementSize(type);
+    std::vector<Buffer> src, dst;
+    for (size_t r = 0; r < 2; ++r) {
+      src.push_back(deviceBuffer(r, bytes));
+      dst.push_back(deviceBuffer(r, bytes));
+      upload(r, src[r], encodeAll(type, inputs(r, kN)));
+    }
+    runAll([&](size_t r, CommandBuffer cb) {
+      return cb.allReduce(comm(r), src[r], 0, dst[r], 0, kN, type, ReduceOp::Sum);
+    });
+    std::vector<double> want(kN);
+    for (uint64_t i = 0; i < kN; ++i) want[i] = input(0, i) + input(1, i);
+    for (size_t r = 0; r < 2; ++r)
+      expectValues(r, type, download(r, dst[r], bytes), want, "allReduce sum");
+  }
+}
+
+TEST_P(CollectiveOps, EveryReduceOpOnFloatAndIntegerTypes) {
+  makeRanks(2);
+  for (ElementType type : {ElementType::Float32, ElementType::Int32, ElementType::Bfloat16}) {
+    for (ReduceOp op :
+         {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg}) {
+      const uint64_t bytes = kN * elementSize(type);
+      std::vector<Buffer> src, dst;
+      for (size_t r = 0; r < 2; ++r) {
+        src.push_back(deviceBuffer(r, bytes));
+        dst.push_back(deviceBuffer(r, bytes));
+        upload(r, src[r], encodeAll(type, inputs(r, kN)));
+      }
+      runAll([&](size_t r, CommandBuffer cb) {
+        return cb.allReduce(comm(r), src[r], 0, dst[r], 0, kN, type, op);
+      });
+      std::vector<double> want(kN);
+      for (uint64_t i = 0; i < kN; ++i) want[i] = reduceHost(op, {input(0, i), input(1, i)}, type);
+      for (size_t r = 0; r < 2; ++r)
+        expectValues(r, type, download(r, dst[r], bytes), want,
+                     std::string("allReduce ") + reduceOpName(op));
+    }
+  }
+}
+
+TEST_P(CollectiveOps, InPlaceAllReduce) {
+  makeRanks(2);
+  const ElementType type = ElementType::Float64;
+  const uint64_t bytes = kN * 8;
+  std::vector<Buffer> buf;
+  for (size_t r = 0; r < 2; ++r) {
+    buf.push_back(deviceBuffer(r, bytes));
+    upload(r, buf[r], encodeAll(type, inputs(r, kN)));
+  }
+  runAll([&](size_t r, CommandBuffer cb) {
+    return cb.allReduce(comm(r), buf[r], 0, buf[r], 0, kN, type, ReduceOp::Max);
+  });
+  std::vector<double> want(kN);
+  for (uint64_t i = 0; i < kN; ++i) want[i] = std::max(input(0, i), input(1, i));
+  for (size_t r = 0; r < 2; ++r) expectValues(r, type, download(r, buf[r], bytes), want, "max");
+}
+
+TEST_P(CollectiveOps, BroadcastReduceAllGatherReduceScatterAllToAll) {
+  const size_t n = std::min<size_t>(3, physicals_.size());
+  makeRanks(n);
+  const ElementType type = ElementType::Int32;
+  const uint64_t es = 4, slot = kN * es, all = n * kN;
+  std::vector<Buffer> src, wide, dst;
+  for (size_t r = 0; r < n; ++r) {
+    src.push_back(deviceBuffer(r, slot));
+    wide.push_back(deviceBuffer(r, n * slot));
+    dst.push_back(deviceBuffer(r, n * slot));
+    upload(r, src[r], encodeAll(type, inputs(r, kN)));
+    upload(r, wide[r], encodeAll(type, inputs(r * 10, all)));
+  }
+  // broadcast from the last rank, reduce (sum) to rank 0
+  runAll([&](size_t r, CommandBuffer cb) {
+    return cb.broadcast(comm(r), src[r], 0, dst[r], 0, kN, type, static_cast<uint32_t>(n - 1));
+  });
+  for (size_t r = 0; r < n; ++r)
+    expectValues(r, type, download(r, dst[r], slot), inputs(n - 1, kN), "broadcast");
+  runAll([&](size_t r, CommandBuffer cb) {
+    return cb.reduce(comm(r), src[r], 0, dst[r], 0, kN, type, ReduceOp::Sum, 0);
+  });
+  {
+    std::vector<double> want(kN);
+    for (uint64_t i = 0; i < kN; ++i)
+      for (size_t r = 0; r < n; ++r) want[i] += input(r, i);
+    expectValues(0, type, download(0, dst[0], slot), want, "reduce");
+  }
+  // allGather: slot r of every dst is rank r's src
+  runAll([&](size_t r, CommandBuffer cb) {
+    return cb.allGather(comm(r), src[r], 0, dst[r], 0, kN, type);
+  });
+  {
+    std::vector<double> want;
+    for (size_t r = 0; r < n; ++r) {
+      std::vector<double> v = inputs(r, kN);
+      want.insert(want.end(), v.begin(), v.end());
+    }
+    for (size_t r = 0; r < n; ++r)
+      expectValues(r, type, download(r, dst[r], n * slot), want, "allGather");
+  }
+  // reduceScatter: rank r gets the sum of slot r of every wide
+  runAll([&](size_t r, CommandBuffer cb) {
+    return cb.reduceScatter(comm(r), wide[r], 0, dst[r], 0, kN, type, ReduceOp::Sum);
+  });
+  for (size_t r = 0; r < n; ++r) {
+    std::vector<double> want(kN);
+    for (uint64_t i = 0; i < kN; ++i)
+      for (size_t q = 0; q < n; ++q) want[i] += input(q * 10, r * kN + i);
+    expectValues(r, type, download(r, dst[r], slot), want, "reduceScatter");
+  }
+  // allToAll: slot p of rank r's wide goes to slot r of rank p's dst
+  runAll([&](size_t r, CommandBuffer cb) {
+    return cb.allToAll(comm(r), wide[r], 0, dst[r], 0, kN, type);
+  });
+  for (size_t p = 0; p < n; ++p) {
+    std::vector<double> want;
+    for (size_t r = 0; r < n; ++r)
+      for (uint64_t i = 0; i < kN; ++i) want.push_back(input(r * 10, p * kN + i));
+    expectValues(p, type, download(p, dst[p], n * slot), want, "allToAll");
+  }
+}
+
+TEST_P(CollectiveOps, SendsAndReceivesInOneCommandBufferDoNotDeadlock) {
+  const size_t n = std::min<size_t>(3, physicals_.size());
+  makeRanks(n);
+  const ElementType type = ElementType::Float32;
+  const uint64_t bytes = kN * 4;
+  std::vector<Buffer> src, left, right;
+  for (size_t r = 0; r < n; ++r) {
+    src.push_back(deviceBuffer(r, bytes));
+    left.push_back(deviceBuffer(r, bytes));
+    right.push_back(deviceBuffer(r, bytes));
+    upload(r, src[r], encodeAll(type, inputs(r, kN)));
+  }
+  // Every rank sends to both neighbours and receives from both, sends first: a ring exchange that
+  // deadlocks unless the command buffer's sends and receives form one group.
+  runAll([&](size_t r, CommandBuffer cb) {
+    const auto next = static_cast<uint32_t>((r + 1) % n),
+               prev = static_cast<uint32_t>((r + n - 1) % n);
+    Result res = cb.send(comm(r), src[r], 0, kN, type, next);
+    if (res == Result::Success) res = cb.send(comm(r), src[r], 0, kN, type, prev);
+    if (res == Result::Success) res = cb.recv(comm(r), left[r], 0, kN, type, prev);
+    if (res == Result::Success) res = cb.recv(comm(r), right[r], 0, kN, type, next);
+    return res;
+  });
+  for (size_t r = 0; r < n; ++r) {
+    expectValues(r, type, download(r, left[r], bytes), inputs((r + n - 1) % n, kN), "from prev");
+    expectValues(r, type, download(r, right[r], bytes), inputs((r + 1) % n, kN), "from next");
+  }
+}
+
+// A rank's collective submitted before the work it waits for (on another rank, signalled from
+// the host last): both ranks complete once the value arrives, with the right data.
+TEST_P(CollectiveOps, WaitBeforeSignalAcrossRanks) {
+  makeRanks(2);
+  const ElementType type = ElementType::Float32;
+  const uint64_t bytes = kN * 4;
+  std::vector<Buffer> src, dst;
+  for (size_t r = 0; r < 2; ++r) {
+    src.push_back(deviceBuffer(r, bytes));
+    dst.push_back(deviceBuffer(r, bytes));
+  }
+  upload(0, src[0], encodeAll(type, inputs(0, kN)));
+  Semaphore gate = semaphore("gate"), filled = semaphore("filled");
+  Semaphore done0 = semaphore(), done1 = semaphore();
+  // rank 1: its allReduce waits for its input, which a later submission writes after `gate`.
+  ASSERT_OK(submit(1,
+                   [&](CommandBuffer cb) {
+                     return cb.allReduce(comm(1), src[1], 0, dst[1], 0, kN, type, ReduceOp::Sum);
+                   },
+                   {{filled, 1}}, {{done1, 1}}));
+  ASSERT_OK(submit(0,
+                   [&](CommandBuffer cb) {
+                     return cb.allReduce(comm(0), src[0], 0, dst[0], 0, kN, type, ReduceOp::Sum);
+                   },
+                   {}, {{done0, 1}}));
+  const std::vector<uint8_t> in1 = encodeAll(type, inputs(1, kN));
+  ASSERT_OK(submit(
+      1, [&](CommandBuffer cb) { return cb.updateBuffer(src[1], 0, bytes, in1.data()); },
+      {{gate, 1}}, {{filled, 1}}, ranks_[1].compute));
+  uint64_t v = 0;
+  ASSERT_OK(done0.getValue(&v));
+  EXPECT_EQ(v, 0u) << "rank 0's allReduce completed without rank 1's";
+  ASSERT_OK(gate.signal(1));
+  ASSERT_OK(done0.wait(1, kLongNs));
+  ASSERT_OK(done1.wait(1, kLongNs));
+  std::vector<double> want(kN);
+  for (uint64_t i = 0; i < kN; ++i) want[i] = input(0, i) + input(1, i);
+  for (size_t r = 0; r < 2; ++r) expectValues(r, type, download(r, dst[r], bytes), want, "sum");
+}
+
+// Compute on one queue, communication on another, across ranks: layer l's "compute" (a fill on
+// the compute queue) signals, the comm queue all-reduces layer l while layer l+1 computes, and a
+// final step waits for every all-reduce.
+TEST_P(CollectiveOps, ComputeAndCommunicationPipelineAcrossQueues) {
+  makeRanks(2);
+  constexpr int kLayers = 6;
+  const ElementType type = ElementType::Int32;
+  const uint64_t bytes = kN * 4;
+  std::vector<std::vector<Buffer>> grads(2), sums(2);
+  std::vector<Semaphore> computed, reduced;
+  for (size_t r = 0; r < 2; ++r) {
+    computed.push_back(semaphore("computed"));
+    reduced.push_back(semaphore("reduced"));
+    for (int l = 0; l < kLayers; ++l) {
+      grads[r].push_back(deviceBuffer(r, bytes));
+      sums[r].push_back(deviceBuffer(r, bytes));
+    }
+  }
+  for (int l = 0; l < kLayers; ++l)
+    for (size_t r = 0; r < 2; ++r) {
+      const uint32_t value = static_cast<uint32_t>(10 * l + r + 1);
+      ASSERT_OK(submit(
+          r, [&](CommandBuffer cb) { return cb.fillBuffer(grads[r][l], 0, bytes, value); }, {},
+          {{computed[r], static_cast<uint64_t>(l + 1)}}, ranks_[r].compute));
+      ASSERT_OK(submit(r,
+                       [&](CommandBuffer cb) {
+                         return cb.allReduce(comm(r), grads[r][l], 0, sums[r][l], 0, kN, type,
+                                             ReduceOp::Sum);
+                       },
+                       {{computed[r], static_cast<uint64_t>(l + 1)}},
+                       {{reduced[r], static_cast<uint64_t>(l + 1)}}));
+    }
+  for (size_t r = 0; r < 2; ++r) ASSERT_OK(reduced[r].wait(kLayers, kLongNs));
+  for (int l = 0; l < kLayers; ++l) {
+    std::vector<double> want(kN, (10 * l + 1) + (10 * l + 2));
+    for (size_t r = 0; r < 2; ++r)
+      expectValues(r, type, download(r, sums[r][l], bytes), want, "layer " + std::to_string(l));
+  }
+}
+
+TEST_P(CollectiveOps, SplitByColor) {
+  const size_t n = std::min<size_t>(3, physicals_.size());
+  makeRanks(n);
+  std::vector<UniqueCommunicator> parts(n);
+  std::vector<std::thread> threads;
+  std::vector<Result> results(n);
+  // Every rank calls split at once (each blocks until its color's ranks arrived).
+  for (size_t r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      const int32_t color = r == 0 ? kSplitNoColor : 7;
+      results[r] = comm(r).split(color, static_cast<int32_t>(n - r), parts[r].put());
+    });
+  for (std::thread& t : threads) t.join();
+  for (size_t r = 0; r < n; ++r) ASSERT_EQ(results[r], Result::Success) << "rank " << r;
+  EXPECT_FALSE(*parts[0]) << "kSplitNoColor joins no communicator";
+  for (size_t r = 1; r < n; ++r) {
+    uint32_t rank = 99, count = 0;
+    ASSERT_OK(parts[r]->getRank(&rank));
+    ASSERT_OK(parts[r]->getRankCount(&count));
+    EXPECT_EQ(count, n - 1);
+    EXPECT_EQ(rank, n - 1 - r) << "ordered by key (n - r)";
+  }
+}
+
+// ---- failure ------------------------------------------------------------------------------------
+
+TEST_P(CollectiveTest, ARankThatNeverArrivesFailsCreationAfterTheTimeout) {
+  DeviceCreateInfo info;
+  UniqueDevice device;
+  ASSERT_OK(instance_->createDevice(physicals_[0], info, device.put()));
+  CommunicatorCreateInfo ci;
+  ASSERT_OK(instance_->createCommunicatorId(GetParam(), &ci.id));
+  ci.rank = 0;
+  ci.rankCount = 2;  // rank 1 never comes
+  ci.timeoutNs = 300 * kMs;
+  UniqueCommunicator c;
+  const auto start = Clock::now();
+  EXPECT_EQ(device->createCommunicator(ci, c.put()), Result::ErrorDriver);
+  const double took = secondsSince(start);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "did not arrive")) << lastErrorMessage();
+  EXPECT_GE(took, 0.25);
+  EXPECT_LT(took, 5.0) << "the timeout is 300 ms";
+}
+
+class CollectiveFailure : public CollectiveTest {
+ protected:
+  // Rank `silent` never submits its part of an allReduce the others submit: their signals fail
+  // once the communicator's timeout passes with no progress.
+  struct Stalled {
+    std::vector<Semaphore> done;
+    std::vector<Buffer> buf;
+  };
+  Stalled stallAllReduce(size_t silent) {
+    Stalled s;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      s.done.push_back(semaphore("allReduce done"));
+      s.buf.push_back(deviceBuffer(r, kN * 4));
+    }
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (r == silent) continue;
+      EXPECT_OK(submit(r,
+                       [&](CommandBuffer cb) {
+                         return cb.allReduce(comm(r), s.buf[r], 0, s.buf[r], 0, kN,
+                                             ElementType::Float32, ReduceOp::Sum);
+                       },
+                       {}, {{s.done[r], 1}}));
+    }
+    return s;
+  }
+};
+
+TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMovesOn) {
+  makeRanks(2, 300 * kMs);
+  Stalled s = stallAllReduce(1);
+  // Behind the stuck collective on the same queue: no collective, no wait on it.
+  Semaphore after = semaphore("after"), dependent = semaphore("dependent");
+  ASSERT_OK(submit(0, [&](CommandBuffer cb) { return cb.fillBuffer(s.buf[0], 0, 16, 7); }, {},
+                   {{after, 1}}));
+  // On another queue, waiting for the collective's signal.
+  ASSERT_OK(submit(
+      0, [&](CommandBuffer cb) { return cb.fillBuffer(s.buf[0], 16, 16, 7); }, {{s.done[0], 1}},
+      {{dependent, 1}}, ranks_[0].compute));
+  const auto start = Clock::now();
+  EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  const double took = secondsSince(start);
+  const std::string reason = lastErrorMessage();
+  EXPECT_LT(took, 0.3 + 1.0) << "waiters return within the timeout plus 1 s";
+  EXPECT_TRUE(containsText(reason, "no progress for 300 ms")) << reason;
+  EXPECT_TRUE(containsText(reason, "communicator 'test' (rank 0 of 2")) << reason;
+  EXPECT_EQ(dependent.wait(1, kLongNs), Result::ErrorSemaphoreFailed) << "waits on a failed signal";
+  CommunicatorState state;
+  ASSERT_OK(comm(0).getState(&state));
+  EXPECT_EQ(state, CommunicatorState::Failed);
+  char text[512];
+  ASSERT_OK(comm(0).getFailureReason(text, sizeof text));
+  EXPECT_TRUE(containsText(text, "no progress")) << text;
+  // Later collectives on it: refused at record time and at submit time.
+  CommandBuffer cb;
+  ASSERT_OK(ranks_[0].device->createCommandBuffer(&cb));
+  commandBuffers_.emplace_back(cb);
+  ASSERT_OK(cb.begin());
+  EXPECT_EQ(cb.allReduce(comm(0), s.buf[0], 0, s.buf[0], 0, 4, ElementType::Float32, ReduceOp::Sum),
+            Result::ErrorInvalidState);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "failed")) << lastErrorMessage();
+  if (support_.canRevoke) {
+    // The stuck operation was ended (ncclCommRevoke): the queue moved on.
+    EXPECT_OK(after.wait(1, kLongNs));
+    EXPECT_OK(ranks_[0].comm.waitIdle(kLongNs));
+  }
+  // The device stays usable: a copy on its other queue runs.
+  runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(s.buf[0], 0, 16, 1); });
+  (void)s.done[1];
+}
+
+TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
+  void* module = dlopen(std::getenv("BATON_NCCL_LIBRARY") ? std::getenv("BATON_NCCL_LIBRARY") : "",
+                        RTLD_NOW | RTLD_NOLOAD);
+  using Inject = int (*)(void*, int);
+  auto inject =
+      module ? reinterpret_cast<Inject>(dlsym(module, "batonFakeNcclInjectAsyncError")) : nullptr;
+  if (!inject) GTEST_SKIP() << "needs the fake NCCL (batonFakeNcclInjectAsyncError) to inject";
+  makeRanks(2, kLongNs);  // the timeout does not find it: the library's error does
+  Stalled s = stallAllReduce(1);
+  // The communicator behind rank 0's handle: the fake takes the library's own handle.
+  // (The error is injected on every communicator of the process but rank 1's.)
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // ncclRemoteError, as NCCL reports a peer that died over sockets.
+  ASSERT_EQ(inject(nullptr, 6), 0) << "null: every live communicator of rank 0's device";
+  const auto start = Clock::now();
+  EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  EXPECT_LT(secondsSince(start), 1.0);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "ncclRemoteError")) << lastErrorMessage();
+}
+
+TEST_P(CollectiveFailure, SurvivorsShrinkAndTheNextAllReduceIsCorrect) {
+  const size_t n = std::min<size_t>(3, physicals_.size());
+  for (bool revoke : {true, false}) {
+    SCOPED_TRACE(revoke ? "with ncclCommRevoke" : "as without ncclCommRevoke (NCCL 2.28.3)");
+    if (!support_.canShrink) GTEST_SKIP() << "the library has no ncclCommShrink";
+    baton::stream::setRevokeDisabledForTests(!revoke);
+    buffers_.clear();
+    commandBuffers_.clear();
+    semaphores_.clear();
+    ranks_.clear();
+    makeRanks(n, 300 * kMs);
+    const size_t dead = n - 1;
+    Stalled s = stallAllReduce(dead);
+    Semaphore after = semaphore("after");
+    ASSERT_OK(submit(0, [&](CommandBuffer cb) { return cb.fillBuffer(s.buf[0], 0, 16, 7); }, {},
+                     {{after, 1}}));
+    for (size_t r = 0; r < n; ++r)
+      if (r != dead) EXPECT_EQ(s.done[r].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+    if (!revoke) {
+      // Stuck until the shrink ends the operation.
+      EXPECT_EQ(after.wait(1, 100 * kMs), Result::Timeout);
+    }
+    std::vector<UniqueCommunicator> next(n);
+    std::vector<std::thread> threads;
+    std::vector<Result> results(n, Result::Success);
+    const uint32_t excluded[] = {static_cast<uint32_t>(dead)};
+    for (size_t r = 0; r < n; ++r)
+      if (r != dead)
+        threads.emplace_back([&, r] { results[r] = comm(r).shrink(excluded, next[r].put()); });
+    for (std::thread& t : threads) t.join();
+    for (size_t r = 0; r < n; ++r) ASSERT_EQ(results[r], Result::Success) << "rank " << r;
+    EXPECT_OK(after.wait(1, kLongNs)) << "the shrink ended the stuck operation";
+    // The survivors' next allReduce.
+    std::vector<Semaphore> done;
+    std::vector<Buffer> src, dst;
+    for (size_t r = 0; r + 1 < n; ++r) {
+      src.push_back(deviceBuffer(r, kN * 4));
+      dst.push_back(deviceBuffer(r, kN * 4));
+      upload(r, src[r], encodeAll(ElementType::Float32, inputs(r, kN)));
+      done.push_back(semaphore());
+    }
+    for (size_t r = 0; r + 1 < n; ++r)
+      ASSERT_OK(submit(r,
+                       [&](CommandBuffer cb) {
+                         return cb.allReduce(*next[r], src[r], 0, dst[r], 0, kN,
+                                             ElementType::Float32, ReduceOp::Sum);
+                       },
+                       {}, {{done[r], 1}}));
+    for (size_t r = 0; r + 1 < n; ++r) {
+      ASSERT_OK(done[r].wait(1, kLongNs));
+      std::vector<uint8_t> got = download(r, dst[r], kN * 4);
+      for (uint64_t i = 0; i < kN; ++i) {
+        double want = 0;
+        for (size_t q = 0; q + 1 < n; ++q) want += input(q, i);
+        ASSERT_EQ(decode(ElementType::Float32, &got[i * 4]), want) << "rank " << r << " " << i;
+      }
+    }
+    next.clear();
+  }
+  baton::stream::setRevokeDisabledForTests(false);
+}
+
+// ---- bad input
+// ------------------------------------------------------------------------------------
+
+TEST_P(CollectiveOps, BadInputGetsAClearResult) {
+  makeRanks(2);
+  Buffer small = deviceBuffer(0, 64), big = deviceBuffer(0, 4096), other = deviceBuffer(1, 4096);
+  CommandBuffer cb;
+  ASSERT_OK(ranks_[0].device->createCommandBuffer(&cb));
+  commandBuffers_.emplace_back(cb);
+  ASSERT_OK(cb.begin());
+  const ElementType f = ElementType::Float32;
+  EXPECT_EQ(cb.allReduce(comm(1), big, 0, big, 0, 4, f, ReduceOp::Sum),
+            Result::ErrorDeviceMismatch);
+  EXPECT_EQ(cb.allReduce(comm(0), other, 0, big, 0, 4, f, ReduceOp::Sum),
+            Result::ErrorDeviceMismatch);
+  EXPECT_EQ(cb.allReduce(comm(0), small, 0, big, 0, 32, f, ReduceOp::Sum),
+            Result::ErrorInvalidArgument)
+      << "64 bytes hold 16 floats";
+  EXPECT_TRUE(containsText(lastErrorMessage(), "outside")) << lastErrorMessage();
+  EXPECT_EQ(cb.allReduce(comm(0), big, 0, big, 0, 0, f, ReduceOp::Sum),
+            Result::ErrorInvalidArgument);
+  EXPECT_EQ(cb.allReduce(comm(0), big, 0, big, 0, 4, static_cast<ElementType>(99), ReduceOp::Sum),
+            Result::ErrorInvalidArgument);
+  EXPECT_EQ(cb.allReduce(comm(0), big, 0, big, 0, 4, f, static_cast<ReduceOp>(9)),
+            Result::ErrorInvalidArgument);
+  EXPECT_EQ(cb.allReduce(comm(0), big, 0, big, 4, 4, f, ReduceOp::Sum),
+            Result::ErrorInvalidArgument)
+      << "overlapping, not in place";
+  EXPECT_EQ(cb.broadcast(comm(0), big, 0, big, 0, 4, f, 2), Result::ErrorInvalidArgument)
+      << "root out of range";
+  EXPECT_EQ(cb.send(comm(0), big, 0, 4, f, 5), Result::ErrorInvalidArgument);
+  EXPECT_EQ(cb.allGather(comm(0), big, 0, big, 0, 1024, f), Result::ErrorInvalidArgument)
+      << "dst must hold 2 x 1024 floats";
+  EXPECT_EQ(cb.allGather(comm(0), big, 0, big, 0, 8, f), Result::Success)
+      << "in place: rank 0's slot is at dst's start";
+  EXPECT_EQ(cb.allToAll(comm(0), big, 0, big, 0, 8, f), Result::ErrorInvalidArgument)
+      << "all-to-all is never in place";
+  EXPECT_EQ(cb.allReduce(Communicator(), big, 0, big, 0, 4, f, ReduceOp::Sum),
+            Result::ErrorInvalidHandle);
+  ASSERT_OK(cb.end());
+
+  // Creation: out-of-range rank, zero ranks, the same GPU twice, null outputs.
+  CommunicatorCreateInfo ci;
+  ci.rankCount = 2;
+  ci.rank = 2;
+  Communicator c;
+  EXPECT_EQ(ranks_[0].device->createCommunicator(ci, &c), Result::ErrorInvalidArgument);
+  ci.rankCount = 0;
+  ci.rank = 0;
+  EXPECT_EQ(ranks_[0].device->createCommunicator(ci, &c), Result::ErrorInvalidArgument);
+  EXPECT_EQ(ranks_[0].device->createCommunicator(ci, nullptr), Result::ErrorInvalidArgument);
+  UniqueDevice twin;
+  DeviceCreateInfo di;
+  ASSERT_OK(instance_->createDevice(physicals_[0], di, twin.put()));
+  Communicator two[2];
+  const Device same[] = {*ranks_[0].device, *twin};
+  EXPECT_EQ(instance_->createCommunicators(same, CommunicatorGroupCreateInfo(), two),
+            Result::ErrorInvalidArgument);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "same physical device")) << lastErrorMessage();
+  const uint32_t self[] = {0};
+  EXPECT_EQ(comm(0).shrink(self, &c), Result::ErrorInvalidArgument) << "a rank excludes itself";
+  EXPECT_EQ(comm(0).split(-5, 0, &c), Result::ErrorInvalidArgument);
+}
+
+TEST(CollectivesOnTheHost, TheHostBackendHasNoCollectiveEngine) {
+  MessageSink sink;
+  UniqueInstance instance;
+  ASSERT_OK(createInstance(sink.instanceInfo(backendBit(BackendKind::Host)), instance.put()));
+  CollectiveSupport support;
+  ASSERT_OK(instance->getCollectiveSupport(BackendKind::Host, &support));
+  EXPECT_FALSE(support.available);
+  EXPECT_TRUE(containsText(support.reason, "no collective engine")) << support.reason;
+  CommunicatorId id;
+  EXPECT_EQ(instance->createCommunicatorId(BackendKind::Host, &id), Result::ErrorNotSupported);
+  uint32_t count = 1;
+  PhysicalDevice host;
+  ASSERT_NE(instance->enumeratePhysicalDevices(&count, &host), Result::ErrorInvalidArgument);
+  UniqueDevice device;
+  ASSERT_OK(instance->createDevice(host, DeviceCreateInfo(), device.put()));
+  CommunicatorCreateInfo ci;
+  ci.rankCount = 1;
+  Communicator c;
+  EXPECT_EQ(device->createCommunicator(ci, &c), Result::ErrorNotSupported);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "no collective engine")) << lastErrorMessage();
+  EXPECT_EQ(instance->getCollectiveSupport(static_cast<BackendKind>(7), &support),
+            Result::ErrorInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(, CollectiveOps, ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
+                         CollectiveParamName());
+INSTANTIATE_TEST_SUITE_P(, CollectiveFailure,
+                         ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
+                         CollectiveParamName());
+INSTANTIATE_TEST_SUITE_P(, CollectiveTest, ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
+                         CollectiveParamName());
+
+}  // namespace
+}  // namespace baton_test
