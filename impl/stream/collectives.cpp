@@ -105,9 +105,9 @@ class StreamCommunicator final : public core::CommunicatorImpl {
         driver(*dev.driver),
         context(dev.context),
         device(dev.device),
-        keepDevice_(dev.device),
         label(std::move(label)),
         timeoutNs(timeoutNs),
+        keepDevice_(dev.device),
         comm_(comm) {
     int r = 0, n = 0;
     (void)BATON_NCCL(lib, ncclCommUserRank, comm, &r);

@@ -111,7 +111,7 @@
 // ncclBcast, ncclReduce, ncclAllGather, ncclReduceScatter, ncclAlltoAll, ncclSend, ncclRecv; for
 // tests, batonFakeNcclStats (BatonFakeNcclStats below; BATON_FAKE_CUDA_STATS=1 prints it too) and
 // `int batonFakeNcclInjectAsyncError(ncclComm_t, int ncclResult)` (0 on success, -1 for a handle
-// that is not live). Followed: the NCCL user guide (docs.nvidia.com/deeplearning/nccl/user-guide:
+// that is not live; a null handle injects into every live communicator, -1 when there is none). Followed: the NCCL user guide (docs.nvidia.com/deeplearning/nccl/user-guide:
 // "Communicator Creation and Management Functions", "Collective Operations", "Group Calls",
 // "Point-To-Point Communication", "Fault Tolerance") and nccl.h's comments.
 //  N1. A rank is a communicator of an emulated device: the device of the context current on the

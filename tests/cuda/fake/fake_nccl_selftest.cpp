@@ -41,8 +41,8 @@ class FakeNcclTest : public ::testing::Test {
     if (!path) GTEST_SKIP() << "BATON_CUDA_DRIVER not set";
     handle_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle_, nullptr) << dlerror();
-#define FAKE_NCCL_LOAD(name)                                            \
-  name = reinterpret_cast<decltype(&::name)>(dlsym(handle_, #name));    \
+#define FAKE_NCCL_LOAD(name)                                         \
+  name = reinterpret_cast<decltype(&::name)>(dlsym(handle_, #name)); \
   ASSERT_NE(name, nullptr) << #name " is not exported";
     FAKE_NCCL_NAMES(FAKE_NCCL_LOAD)
 #undef FAKE_NCCL_LOAD
@@ -173,9 +173,15 @@ uint32_t exactBits(double v, int manBits, int bias) {
 
 size_t sizeOf(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
     default: return 8;
   }
 }
@@ -204,7 +210,8 @@ void put(ncclDataType_t t, void* buffer, size_t i, double v) {
   }
 }
 
-// ---- basics --------------------------------------------------------------------------------------
+// ---- basics
+// --------------------------------------------------------------------------------------
 
 TEST_F(FakeNcclTest, VersionErrorStringsAndCommunicatorQueries) {
   int version = 0;
@@ -261,7 +268,8 @@ TEST_F(FakeNcclTest, InitErrors) {
   EXPECT_EQ(ncclCommAbort(a), ncclSuccess);
 }
 
-// ---- data ----------------------------------------------------------------------------------------
+// ---- data
+// ----------------------------------------------------------------------------------------
 
 // Every type, 2 and 3 ranks, small integers (exact in every type, partial sums included).
 TEST_F(FakeNcclTest, AllReduceSumEveryType) {
@@ -282,7 +290,8 @@ TEST_F(FakeNcclTest, AllReduceSumEveryType) {
         ASSERT_EQ(ncclAllReduce(in[r], out[r], kCount, type, ncclSum, comms[r], s[r]), ncclSuccess);
       ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
       std::vector<unsigned char> expected(kCount * sizeOf(type));
-      for (size_t i = 0; i < kCount; ++i) put(type, expected.data(), i, n * (n + 1) / 2 * (1 + i % 2));
+      for (size_t i = 0; i < kCount; ++i)
+        put(type, expected.data(), i, n * (n + 1) / 2 * (1 + i % 2));
       for (int r = 0; r < n; ++r) {
         sync(s[r]);
         EXPECT_EQ(std::memcmp(out[r], expected.data(), expected.size()), 0)
@@ -302,12 +311,12 @@ TEST_F(FakeNcclTest, SmallFloatsRoundPerStep) {
     ncclDataType_t type;
     uint16_t in0, in1, expected;
   } cases[] = {
-      {ncclFloat16, 0x7bff, 0x7bff, 0x7c00},    // 65504 + 65504 = inf
-      {ncclFloat8e4m3, 0x7e, 0x7e, 0x7e},       // 448 + 448 saturates to 448
-      {ncclFloat8e5m2, 0x7b, 0x7b, 0x7b},       // 57344 + 57344 saturates
-      {ncclFloat8e4m3, 0x08, 0x01, 0x09},       // 2^-6 + 2^-9 (subnormal) = 0x09
-      {ncclBfloat16, 0x3f80, 0x3b80, 0x3f80},   // 1 + 2^-8: a tie, to even (1)
-      {ncclBfloat16, 0x3f81, 0x3b80, 0x3f82},   // (1 + 2^-7) + 2^-8: a tie, to even (up)
+      {ncclFloat16, 0x7bff, 0x7bff, 0x7c00},   // 65504 + 65504 = inf
+      {ncclFloat8e4m3, 0x7e, 0x7e, 0x7e},      // 448 + 448 saturates to 448
+      {ncclFloat8e5m2, 0x7b, 0x7b, 0x7b},      // 57344 + 57344 saturates
+      {ncclFloat8e4m3, 0x08, 0x01, 0x09},      // 2^-6 + 2^-9 (subnormal) = 0x09
+      {ncclBfloat16, 0x3f80, 0x3b80, 0x3f80},  // 1 + 2^-8: a tie, to even (1)
+      {ncclBfloat16, 0x3f81, 0x3b80, 0x3f82},  // (1 + 2^-7) + 2^-8: a tie, to even (up)
   };
   for (const Case& c : cases) {
     const size_t bytes = sizeOf(c.type);
@@ -357,9 +366,18 @@ TEST_F(FakeNcclTest, EveryOpFloat32AndInt32) {
       int64_t ke = k[0][i];
       for (int r = 1; r < 3; ++r) {
         switch (redOp) {
-          case ncclProd: fe *= f[r][i]; ke *= k[r][i]; break;
-          case ncclMax: fe = std::max(fe, f[r][i]); ke = std::max<int64_t>(ke, k[r][i]); break;
-          case ncclMin: fe = std::min(fe, f[r][i]); ke = std::min<int64_t>(ke, k[r][i]); break;
+          case ncclProd:
+            fe *= f[r][i];
+            ke *= k[r][i];
+            break;
+          case ncclMax:
+            fe = std::max(fe, f[r][i]);
+            ke = std::max<int64_t>(ke, k[r][i]);
+            break;
+          case ncclMin:
+            fe = std::min(fe, f[r][i]);
+            ke = std::min<int64_t>(ke, k[r][i]);
+            break;
           default: fe += f[r][i]; ke += k[r][i];
         }
       }
@@ -381,8 +399,8 @@ TEST_F(FakeNcclTest, RootedGatheringAndScatteringCollectives) {
   constexpr int n = 3;
   std::vector<ncclComm_t> comms = initAll(n);
   std::vector<CUstream> s = streams(n);
-  std::vector<int32_t*> bin(n), bout(n), rin(n), rout(n), gin(n), gout(n), sin(n), sout(n),
-      ain(n), aout(n);
+  std::vector<int32_t*> bin(n), bout(n), rin(n), rout(n), gin(n), gout(n), sin(n), sout(n), ain(n),
+      aout(n);
   for (int r = 0; r < n; ++r) {
     bin[r] = alloc<int32_t>(2, 10 * r + 1);
     bout[r] = alloc<int32_t>(2, -1);
@@ -420,7 +438,8 @@ TEST_F(FakeNcclTest, RootedGatheringAndScatteringCollectives) {
     for (int p = 0; p < n; ++p) {
       for (int i = 0; i < 2; ++i) {
         EXPECT_EQ(gout[r][2 * p + i], 100 + p) << "all-gather slot " << p << ", rank " << r;
-        EXPECT_EQ(aout[r][2 * p + i], p * 100 + 2 * r + i) << "all-to-all slot " << p << ", rank " << r;
+        EXPECT_EQ(aout[r][2 * p + i], p * 100 + 2 * r + i)
+            << "all-to-all slot " << p << ", rank " << r;
       }
     }
   }
@@ -507,7 +526,8 @@ TEST_F(FakeNcclTest, SendCompletesWhenReceived) {
   destroy(comms);
 }
 
-// ---- making communicators ------------------------------------------------------------------------
+// ---- making communicators
+// ------------------------------------------------------------------------
 
 // Blocking inits from one thread inside a group complete at ncclGroupEnd.
 TEST_F(FakeNcclTest, GroupOfInitsFromOneThread) {
@@ -636,7 +656,8 @@ TEST_F(FakeNcclTest, RankThatNeverArrivesStaysInProgress) {
   EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
 }
 
-// ---- failures ------------------------------------------------------------------------------------
+// ---- failures
+// ------------------------------------------------------------------------------------
 
 // A collective whose peer never calls stays blocked (as a kernel spins) until ncclCommRevoke; its
 // output is not written; later calls and finalize are refused.
@@ -695,8 +716,9 @@ TEST_F(FakeNcclTest, InjectedAsyncError) {
   EXPECT_EQ(state, ncclSuccess) << "the error is the injected rank's only";
   EXPECT_EQ(ncclCommRevoke(comms[0], 0), ncclSuccess);
   sync(s[0]);
-  EXPECT_EQ(inject_(nullptr, ncclRemoteError), -1);
+  EXPECT_EQ(inject_(comms[1], ncclNumResults), -1) << "not a result code";
   destroy(comms);
+  EXPECT_EQ(inject_(nullptr, ncclRemoteError), -1) << "null: every live communicator; none left";
 }
 
 // Ranks 0 and 1 of 3 are stuck in a collective rank 2 never calls: a non-blocking shrink with

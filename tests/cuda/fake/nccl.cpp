@@ -58,8 +58,8 @@ struct Arrival {
   std::shared_ptr<Rank> parent;  // split, shrink
   int rank = 0;                  // init: the rank asked for; split, shrink: the parent's rank
   int device = 0;
-  int color = 0, key = 0;        // split
-  bool parentBusy = false;       // a non-blocking split or shrink: the parent reports in progress
+  int color = 0, key = 0;   // split
+  bool parentBusy = false;  // a non-blocking split or shrink: the parent reports in progress
 };
 struct Gathering {
   Kind kind = Kind::Init;
@@ -155,8 +155,7 @@ ncclResult_t arriveInit(const ncclUniqueId& id, int nranks, int rank,
                         const std::shared_ptr<Rank>& state, const char* api) {
   Management& m = management();
   std::lock_guard<std::mutex> lock(m.mutex);
-  auto [it, created] =
-      m.gatherings.try_emplace("I" + std::string(id.internal, sizeof id.internal));
+  auto [it, created] = m.gatherings.try_emplace("I" + std::string(id.internal, sizeof id.internal));
   Gathering& g = it->second;
   if (created) {
     g.kind = Kind::Init;
@@ -211,7 +210,8 @@ std::shared_ptr<Rank> takeHandle(ncclComm_t comm) {
 
 // How a config asks to block: NULL inherits `fallback`; NCCL_CONFIG_UNDEF_INT blocks (NCCL's
 // default, NCCL_COMM_BLOCKING unset).
-ncclResult_t readConfig(const ncclConfig_t* config, bool fallback, bool* blocking, const char* api) {
+ncclResult_t readConfig(const ncclConfig_t* config, bool fallback, bool* blocking,
+                        const char* api) {
   *blocking = fallback;
   if (!config) return ncclSuccess;
   if (config->magic != 0xcafebeef)
@@ -299,8 +299,9 @@ ncclResult_t fail(ncclResult_t result, const char* format, ...) {
   std::lock_guard<std::mutex> lock(m.mutex);
   auto it = m.texts.find(text);
   if (it == m.texts.end() && m.texts.size() < 4096) it = m.texts.insert(text).first;
-  tLastError = it != m.texts.end() ? it->c_str()
-                                   : "(fake NCCL: too many distinct error messages to keep this one)";
+  tLastError = it != m.texts.end()
+                   ? it->c_str()
+                   : "(fake NCCL: too many distinct error messages to keep this one)";
   return result;
 }
 
@@ -371,9 +372,11 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
     case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
     case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
     case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
     case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
     case ncclRemoteError: return "remote process exited or there was a network error";
@@ -486,8 +489,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   std::sort(excluded.begin(), excluded.end());
   for (size_t i = 0; i < excluded.size(); ++i) {
     if (excluded[i] < 0 || excluded[i] >= parent->nranks || (i && excluded[i] == excluded[i - 1]))
-      return fail(ncclInvalidArgument, "%s: invalid rank %d in excludeRanksList", api,
-                  excluded[i]);
+      return fail(ncclInvalidArgument, "%s: invalid rank %d in excludeRanksList", api, excluded[i]);
     if (excluded[i] == parent->rank)
       return fail(ncclInvalidArgument, "%s: rank %d excludes itself", api, parent->rank);
   }
@@ -535,7 +537,8 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
   std::shared_ptr<Rank> r = lookup(comm);
   if (!r || !count) return fail(ncclInvalidArgument, "ncclCommCount: invalid argument");
   if (!r->ready.load(std::memory_order_acquire))
-    return fail(ncclInvalidArgument, "ncclCommCount: the communicator's initialisation is in progress");
+    return fail(ncclInvalidArgument,
+                "ncclCommCount: the communicator's initialisation is in progress");
   *count = r->nranks;
   return ncclSuccess;
 }
@@ -559,7 +562,8 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 
 // ---- the end of a communicator -----------------------------------------------------------------
 
-// Waits (blocking) or reports progress (non-blocking) until this rank's ops of the communicator ran.
+// Waits (blocking) or reports progress (non-blocking) until this rank's ops of the communicator
+// ran.
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   const char* api = "ncclCommFinalize";
   std::shared_ptr<Rank> r = lookup(comm);
@@ -569,7 +573,8 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (r->revoked.load())
     return fail(ncclInvalidUsage, "%s: the communicator was revoked (ncclCommRevoke)", api);
   std::unique_lock<std::mutex> lock(r->mutex);
-  if (r->finalizing) return fail(ncclInvalidUsage, "%s: the communicator is already finalized", api);
+  if (r->finalizing)
+    return fail(ncclInvalidUsage, "%s: the communicator is already finalized", api);
   r->finalizing = true;
   if (!r->blocking) return ncclInProgress;
   r->idle.wait(lock, [&] { return r->opsFinished == r->opsEnqueued; });
@@ -612,10 +617,20 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
 
 __attribute__((visibility("default"))) int batonFakeNcclInjectAsyncError(ncclComm_t comm,
                                                                          int ncclResult) {
-  std::shared_ptr<Rank> r = lookup(comm);
-  if (!r || ncclResult < 0 || ncclResult >= ncclNumResults) return -1;
-  std::lock_guard<std::mutex> lock(r->mutex);
-  r->injected = static_cast<ncclResult_t>(ncclResult);
+  if (ncclResult < 0 || ncclResult >= ncclNumResults) return -1;
+  std::vector<std::shared_ptr<Rank>> targets;
+  if (comm) {
+    if (std::shared_ptr<Rank> r = lookup(comm)) targets.push_back(std::move(r));
+  } else {  // null: every live communicator (a test that cannot see the library's handles)
+    Handles& h = handles();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    for (auto& [handle, state] : h.live) targets.push_back(state);
+  }
+  if (targets.empty()) return -1;
+  for (const std::shared_ptr<Rank>& r : targets) {
+    std::lock_guard<std::mutex> lock(r->mutex);
+    r->injected = static_cast<ncclResult_t>(ncclResult);
+  }
   return 0;
 }
 

@@ -121,9 +121,9 @@ bool sameShape(const Item& a, const Item& b) {
 }
 
 const char* callName(Call c) {
-  static const char* const names[] = {"ncclAllReduce",     "ncclBroadcast", "ncclReduce",
-                                      "ncclAllGather",     "ncclReduceScatter",
-                                      "ncclAlltoAll",      "ncclSend",      "ncclRecv"};
+  static const char* const names[] = {"ncclAllReduce", "ncclBroadcast",     "ncclReduce",
+                                      "ncclAllGather", "ncclReduceScatter", "ncclAlltoAll",
+                                      "ncclSend",      "ncclRecv"};
   return names[static_cast<int>(c)];
 }
 
@@ -222,8 +222,9 @@ void awaitIncoming(Task& t) {
       }
       const size_t want = it.count * elementSize(it.type), got = m->second.data.size();
       if (got != want)
-        std::fprintf(stderr, "fake NCCL: ncclRecv of %zu bytes from rank %d matched a send of %zu\n",
-                     want, it.root, got);
+        std::fprintf(stderr,
+                     "fake NCCL: ncclRecv of %zu bytes from rank %d matched a send of %zu\n", want,
+                     it.root, got);
       if (it.recv && std::min(want, got))
         std::memcpy(it.recv, m->second.data.data(), std::min(want, got));
       m->second.consumed = true;
@@ -314,7 +315,8 @@ void launch(const std::vector<std::shared_ptr<Task>>& tasks) {
   for (const auto& t : tasks) fake_cuda::enqueue(*t->stream, [t] { finish(*t); });
 }
 
-// ---- groups --------------------------------------------------------------------------------------
+// ---- groups
+// --------------------------------------------------------------------------------------
 
 struct Pending {
   std::shared_ptr<Rank> rank;
@@ -339,8 +341,8 @@ Stream* streamFor(const Rank& r, cudaStream_t stream) {
   return s;
 }
 
-ncclResult_t check(ncclComm_t comm, cudaStream_t stream, const Item& it,
-                   std::shared_ptr<Rank>* out, Stream** s) {
+ncclResult_t check(ncclComm_t comm, cudaStream_t stream, const Item& it, std::shared_ptr<Rank>* out,
+                   Stream** s) {
   const char* api = callName(it.call);
   std::shared_ptr<Rank> r = lookup(comm);
   if (!r) return fail(ncclInvalidArgument, "%s: invalid communicator", api);
@@ -354,7 +356,8 @@ ncclResult_t check(ncclComm_t comm, cudaStream_t stream, const Item& it,
     return fail(ncclInvalidArgument, "%s: invalid %s %d (nranks %d)", api,
                 isRooted(it.call) ? "root" : "peer", it.root, r->nranks);
   if (it.count > 0) {
-    const bool needSend = it.call != Call::Recv && !(it.call == Call::Broadcast && r->rank != it.root);
+    const bool needSend =
+        it.call != Call::Recv && !(it.call == Call::Broadcast && r->rank != it.root);
     const bool needRecv = it.call != Call::Send && !(it.call == Call::Reduce && r->rank != it.root);
     if (needSend && !it.send) return fail(ncclInvalidArgument, "%s: sendbuff is NULL", api);
     if (needRecv && !it.recv) return fail(ncclInvalidArgument, "%s: recvbuff is NULL", api);
@@ -448,18 +451,18 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  return submit(comm, stream, {Call::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root});
+  return submit(comm, stream,
+                {Call::Broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root});
 }
 
 // The in-place broadcast of old (still in nccl.h).
-ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root,
-                       ncclComm_t comm, cudaStream_t stream) {
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                       cudaStream_t stream) {
   return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
-ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count,
-                        ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
-                        cudaStream_t stream) {
+ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                        ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   return submit(comm, stream, {Call::Reduce, sendbuff, recvbuff, count, datatype, op, root});
 }
 

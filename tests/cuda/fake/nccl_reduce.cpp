@@ -24,8 +24,8 @@ namespace {
 // A binary floating-point format of at most 16 bits.
 struct SmallFloat {
   int expBits, manBits, bias;
-  bool infinities;         // the top exponent holds infinities and NaNs (IEEE-like)
-  bool saturate;           // overflow gives the largest finite value, not infinity
+  bool infinities;  // the top exponent holds infinities and NaNs (IEEE-like)
+  bool saturate;    // overflow gives the largest finite value, not infinity
   double maxFinite;
   uint32_t maxFiniteBits, infBits, nanBits;
 };
@@ -123,10 +123,13 @@ void combineIntegers(int op, unsigned char* accBytes, const unsigned char* inByt
     std::memcpy(&a, accBytes + i * sizeof(T), sizeof(T));
     std::memcpy(&b, inBytes + i * sizeof(T), sizeof(T));
     switch (op) {
-      case ncclProd: a = static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b))); break;
+      case ncclProd:
+        a = static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+        break;
       case ncclMax: a = b > a ? b : a; break;
       case ncclMin: a = b < a ? b : a; break;
-      default: a = static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));  // sum, avg
+      default:
+        a = static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));  // sum, avg
     }
     std::memcpy(accBytes + i * sizeof(T), &a, sizeof(T));
   }
@@ -186,7 +189,8 @@ std::vector<unsigned char> reduceSlot(int type, int op, size_t count, size_t off
   const size_t es = elementSize(type), bytes = count * es;
   std::vector<unsigned char> acc(inputs[0].begin() + static_cast<ptrdiff_t>(offset * es),
                                  inputs[0].begin() + static_cast<ptrdiff_t>(offset * es + bytes));
-  for (size_t r = 1; r < inputs.size(); ++r) combine(type, op, acc.data(), inputs[r].data() + offset * es, count);
+  for (size_t r = 1; r < inputs.size(); ++r)
+    combine(type, op, acc.data(), inputs[r].data() + offset * es, count);
   if (op == ncclAvg) divide(type, acc.data(), count, static_cast<int>(inputs.size()));
   return acc;
 }
@@ -244,7 +248,8 @@ void compute(Collective kind, int type, int op, size_t count, int root,
       return;
     case Collective::AlltoAll:
       for (size_t r = 0; r < n; ++r)
-        for (size_t p = 0; p < n; ++p) put(outputs[p], r * bytes, inputs[r].data() + p * bytes, bytes);
+        for (size_t p = 0; p < n; ++p)
+          put(outputs[p], r * bytes, inputs[r].data() + p * bytes, bytes);
       return;
   }
 }
