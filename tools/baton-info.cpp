@@ -115,6 +115,23 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Collectives per backend: the library found (NCCL for CUDA, RCCL for HIP), its version and
+  // what it can do, or why there is none.
+  std::printf("\nCollectives:\n");
+  for (uint32_t k = 0; k < baton::kBackendKindCount; ++k) {
+    const auto kind = static_cast<baton::BackendKind>(k);
+    baton::CollectiveSupport c;
+    if (!check(instance->getCollectiveSupport(kind, &c), "getCollectiveSupport")) continue;
+    std::printf("  %-5s ", baton::backendName(kind));
+    if (c.available)
+      std::printf("%s %u.%u.%u (%s): revoke %s, shrink %s\n",
+                  kind == baton::BackendKind::Hip ? "RCCL" : "NCCL", c.version / 10000,
+                  c.version % 10000 / 100, c.version % 100, c.library, c.canRevoke ? "yes" : "no",
+                  c.canShrink ? "yes" : "no");
+    else
+      std::printf("unavailable: %s\n", c.reason);
+  }
+
   std::printf("\nPhysical devices:\n");
   count = 0;
   if (check(instance->enumeratePhysicalDevices(&count, nullptr), "enumeratePhysicalDevices")) {

@@ -6,8 +6,9 @@
 # NVIDIA Vulkan driver), the demo, compute-sanitizer and the benchmarks, writing logs to $OUT
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
-# Steps (default: all but soak, soakwait and full): build info tests lost conformance hip hiplost
-# hipconf cross interop demo sanitizer soak soakwait bench hipbench framebench ibench full
+# Steps (default: all but soak, soakwait, full and collectives): build info tests lost conformance
+# hip hiplost hipconf cross interop demo sanitizer soak soakwait bench hipbench framebench ibench
+# full collectives (two GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
@@ -42,7 +43,10 @@ if has build; then
       echo "no HIP headers (/usr/include/hip, .device/extra/libamdhip64-dev_*.deb): HIP not built"
     fi
   fi
-  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled "${hip_args[@]}" --buildtype=debugoptimized \
+  # The machine has no nccl.h: the kit's (NCCL 2.28.9's, .device/extra) builds the collectives.
+  nccl_args=()
+  [ -e /usr/local/cuda/include/nccl.h ] || nccl_args=(-Dnccl_include_dir="$PWD/.device/extra")
+  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled "${hip_args[@]}" "${nccl_args[@]}" --buildtype=debugoptimized \
     && meson compile -C "$B"; } > "$OUT/build.log" 2>&1
   rc=$?; tail -5 "$OUT/build.log"; grep -E "error|warning:" "$OUT/build.log" | head -20
   [ $rc -eq 0 ] || { echo "build failed ($rc)"; exit 1; }
@@ -93,6 +97,25 @@ if has hipconf; then
   grep -A10 "Failure$" "$OUT/conformance-hip.log" | head -40
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/hip' >> "$OUT/conformance-hip.log" 2>&1
   echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-hip.log" | tail -3
+fi
+# Collectives (tests/collectives) on the GPUs of this machine (two or more: nvidia-h100-x2), with
+# the system's NCCL (2.28.3: no ncclCommRevoke), PyTorch's (2.28.9), and through HIP names (the
+# translation library, NCCL loaded as RCCL: its streams are CUDA streams).
+TORCH_NCCL=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+collective_run() {  # <name> <gtest filter> <env...>: the collective tests under `env`
+  local name=$1 filter=$2; shift 2
+  log "collectives: $name"
+  env "$@" timeout 300 stdbuf -oL "$B/tests/collectives/baton-collective-tests" --gtest_filter="$filter" > "$OUT/collectives-$name.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|Skipped|unavailable" "$OUT/collectives-$name.log" | head -30
+  grep -A10 "Failure$" "$OUT/collectives-$name.log" | head -40
+}
+if has collectives; then
+  log collective support; timeout 30 "$B/tools/baton-info" 2>&1 | grep -i -A3 "collective"
+  required=(BATON_TEST_REQUIRE_COLLECTIVES=1)
+  collective_run cuda-nccl-2.28.3 '*/cuda:CollectivesOnTheHost.*' "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
+  [ -e "$TORCH_NCCL" ] && collective_run cuda-nccl-2.28.9 '*/cuda' BATON_NCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
+  collective_run hip-over-cuda '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=hip
 fi
 if has cross; then
   log graphs across hip, cuda and the host
