@@ -177,6 +177,11 @@ class HostQueue final : public QueueImpl {
                            "native callback on host queue %u returned %s", index_, resultName(r));
             break;
           }
+          case Command::Kind::Collective:
+            // Unreachable: a host device makes no communicator, and a command buffer records
+            // only its own device's.
+            return Status(Result::ErrorNotSupported,
+                          "the host backend has no collective engine");
         }
       }
     }
