@@ -46,7 +46,8 @@ if has build; then
   # The machine has no nccl.h: the kit's (NCCL 2.28.9's, .device/extra) builds the collectives.
   nccl_args=()
   [ -e /usr/local/cuda/include/nccl.h ] || nccl_args=(-Dnccl_include_dir="$PWD/.device/extra")
-  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled "${hip_args[@]}" "${nccl_args[@]}" --buildtype=debugoptimized \
+  # BATON_MESON_ARGS: more options (e.g. -Dbench=false for a quicker build).
+  { meson setup "$B" -Dcuda=enabled -Dvulkan=enabled "${hip_args[@]}" "${nccl_args[@]}" ${BATON_MESON_ARGS:-} --buildtype=debugoptimized \
     && meson compile -C "$B"; } > "$OUT/build.log" 2>&1
   rc=$?; tail -5 "$OUT/build.log"; grep -E "error|warning:" "$OUT/build.log" | head -20
   [ $rc -eq 0 ] || { echo "build failed ($rc)"; exit 1; }
