@@ -209,6 +209,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     return Status();
   }
   ncclComm_t comm() const noexcept { return comm_; }
+  // An enqueue never finished (enqueueCollectives): no revoke, destroy() aborts.
+  void markEnqueueStuck() noexcept { enqueueStuck_ = true; }
   uint64_t deadline() const noexcept {
     const uint64_t now = core::nowNs();
     return timeoutNs > UINT64_MAX - now ? UINT64_MAX : now + timeoutNs;
@@ -387,7 +389,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   void endStuck() {
     if (!lib.sym.ncclCommRevoke || gRevokeDisabled.load(std::memory_order_relaxed)) return;
     std::lock_guard<std::mutex> lock(call);
-    if (!comm_ || stuckEnded_) return;
+    if (!comm_ || stuckEnded_ || enqueueStuck_) return;
     ContextScope scope(driver, context, ContextScope::kRelease, "revoking a failed communicator");
     ncclResult_t r = BATON_NCCL(lib, ncclCommRevoke, comm_, NCCL_REVOKE_DEFAULT);
     if (r == ncclSuccess || r == ncclInProgress) r = settle(lib, comm_, deadline());
@@ -402,6 +404,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   Ref<core::Device> keepDevice_;  // the context lives as long as the device's shared state
   ncclComm_t comm_;               // null once destroyed (call)
   bool stuckEnded_ = false;       // revoked or shrunk with NCCL_SHRINK_ABORT (call)
+  bool enqueueStuck_ = false;     // an enqueue never left ncclInProgress (call)
   mutable std::mutex stateMutex_;
   std::atomic<bool> failed_{false};
   std::string reason_;  // stateMutex_
@@ -685,9 +688,17 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
   for (StreamCommunicator* c : comms) {
     ncclResult_t state = settle(lib, c->comm(), c->deadline());
     if (state == ncclSuccess) continue;
+    // In progress past the timeout: NCCL sets up a communicator's connections at its first
+    // collectives, which needs every peer's part: one that never comes leaves the enqueue itself
+    // unfinished (seen on the H100s; a stuck kernel comes only once connections exist). Then no
+    // operation reached the stream, and ncclCommRevoke is not tried (it did not return there):
+    // destroy() aborts the communicator.
+    if (state == ncclInProgress) c->markEnqueueStuck();
     broken.emplace_back(
         c, state == ncclInProgress
-               ? format("the library did not finish enqueueing a collective within %llu ms",
+               ? format("no progress for %llu ms: the library did not finish enqueueing a "
+                        "collective (a peer never connected: a rank died, stalled, or did not "
+                        "submit its part)",
                         static_cast<unsigned long long>(ms(c->timeoutNs)))
                : ncclResultText(lib, state));
     if (st.ok())

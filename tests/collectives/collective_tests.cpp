@@ -357,11 +357,28 @@ class CollectiveFailure : public CollectiveTest {
     std::vector<Semaphore> done;
     std::vector<Buffer> buf;
   };
-  Stalled stallAllReduce(size_t silent) {
+  // `warm`: every rank first runs one allReduce together, so that the library's connections
+  // exist (NCCL makes them at the first collectives) and the stall is a collective that never
+  // completes, as when a rank dies in a loop; without it, the stall is the first collective's
+  // enqueue itself, which cannot finish without the peer.
+  Stalled stallAllReduce(size_t silent, bool warm = true) {
     Stalled s;
     for (size_t r = 0; r < ranks_.size(); ++r) {
       s.done.push_back(semaphore("allReduce done"));
       s.buf.push_back(deviceBuffer(r, kN * 4));
+    }
+    if (warm) {
+      std::vector<Semaphore> warmed;
+      for (size_t r = 0; r < ranks_.size(); ++r) {
+        warmed.push_back(semaphore("warm-up done"));
+        EXPECT_OK(submit(r,
+                         [&](CommandBuffer cb) {
+                           return cb.allReduce(comm(r), s.buf[r], 0, s.buf[r], 0, kN,
+                                               ElementType::Float32, ReduceOp::Sum);
+                         },
+                         {}, {{warmed[r], 1}}));
+      }
+      for (Semaphore w : warmed) EXPECT_OK(w.wait(1, kLongNs));
     }
     for (size_t r = 0; r < ranks_.size(); ++r) {
       if (r == silent) continue;
@@ -419,6 +436,22 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
   (void)s.done[1];
 }
 
+// The peer never runs even its first collective: the library cannot finish enqueueing ours (it
+// makes its connections then), and the timeout fails it just the same.
+TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeout) {
+  makeRanks(2, 300 * kMs);
+  Stalled s = stallAllReduce(1, /*warm=*/false);
+  const auto start = Clock::now();
+  EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  EXPECT_LT(secondsSince(start), 0.3 + 1.0) << "waiters return within the timeout plus 1 s";
+  EXPECT_TRUE(containsText(lastErrorMessage(), "no progress for 300 ms")) << lastErrorMessage();
+  CommunicatorState state;
+  ASSERT_OK(comm(0).getState(&state));
+  EXPECT_EQ(state, CommunicatorState::Failed);
+  // The device goes on; destroying the communicators (at the end) must not hang.
+  runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(s.buf[0], 0, 16, 1); });
+}
+
 TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
   const char* path =
       std::getenv(GetParam() == BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
@@ -466,12 +499,17 @@ TEST_P(CollectiveFailure, SurvivorsShrinkAndTheNextAllReduceIsCorrect) {
     std::vector<UniqueCommunicator> next(n);
     std::vector<std::thread> threads;
     std::vector<Result> results(n, Result::Success);
+    std::vector<std::string> messages(n);
     const uint32_t excluded[] = {static_cast<uint32_t>(dead)};
     for (size_t r = 0; r < n; ++r)
       if (r != dead)
-        threads.emplace_back([&, r] { results[r] = comm(r).shrink(excluded, next[r].put()); });
+        threads.emplace_back([&, r] {
+          results[r] = comm(r).shrink(excluded, next[r].put());
+          messages[r] = lastErrorMessage();
+        });
     for (std::thread& t : threads) t.join();
-    for (size_t r = 0; r < n; ++r) ASSERT_EQ(results[r], Result::Success) << "rank " << r;
+    for (size_t r = 0; r < n; ++r)
+      ASSERT_EQ(results[r], Result::Success) << "rank " << r << ": " << messages[r];
     EXPECT_OK(after.wait(1, kLongNs)) << "the shrink ended the stuck operation";
     // The survivors' next allReduce.
     std::vector<Semaphore> done;

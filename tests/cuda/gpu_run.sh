@@ -8,7 +8,7 @@
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but soak, soakwait, full and collectives): build info tests lost conformance
 # hip hiplost hipconf cross interop demo sanitizer soak soakwait bench hipbench framebench ibench
-# full collectives (two GPUs or more)
+# full collectives multiprocess collbench (the last three: two GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
@@ -117,6 +117,39 @@ if has collectives; then
   collective_run cuda-nccl-2.28.3 '*/cuda:CollectivesOnTheHost.*' "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
   [ -e "$TORCH_NCCL" ] && collective_run cuda-nccl-2.28.9 '*/cuda' BATON_NCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
   collective_run hip-over-cuda '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=hip
+fi
+# The multi-process runs (tests/collectives/multiprocess.py): one rank per process and GPU, the id
+# through a file; over NVLink/P2P and over sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, as
+# between two machines); the SIGKILL trials with NCCL 2.28.3 (the system's: no revoke) and 2.28.9.
+if has multiprocess; then
+  MP=(python3 tests/collectives/multiprocess.py)
+  RANKBIN=(--binary "$B/tests/collectives/baton-collective-rank")
+  mp_run() {  # <name> <limit s> <args...>
+    local name=$1 limit=$2; shift 2
+    log "multiprocess: $name"
+    timeout "$limit" "${MP[@]}" "$@" "${RANKBIN[@]}" > "$OUT/mp-$name.log" 2>&1
+    echo "rc=$?"; grep -E "^(RESULT|kill trials|verdict|FAIL|PASS)|survivors|reasons|death_to_wake|HANG" "$OUT/mp-$name.log" | head -12
+  }
+  mp_run ops-nvlink 120 ops --ranks 2 --quiet
+  mp_run ops-sockets 120 ops --ranks 2 --sockets --quiet
+  mp_run ops-hip 120 ops --ranks 2 --backend hip --env BATON_RCCL_LIBRARY="$TORCH_NCCL" --quiet
+  mp_run pipeline 120 pipeline --ranks 2 --quiet
+  mp_run kill-nvlink-2.28.3 ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS:-20} --timeout-ms 2000 --quiet
+  mp_run kill-nvlink-2.28.9 ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" --quiet
+  mp_run kill-sockets ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --sockets --quiet
+fi
+# bench/collectives: allReduce bandwidth and latency, the training-step pipeline, against raw NCCL
+# on raw streams and events in the same run; CUDA, then HIP names through the translation library.
+if has collbench; then
+  log collectives_bench cuda
+  timeout 300 "$B/bench/collectives/collectives_bench" --json "$OUT/collbench-cuda.json" > "$OUT/collbench-cuda.log" 2>&1
+  echo "rc=$?"; cat "$OUT/collbench-cuda.log" | head -80
+  if [ "${COLLBENCH_HIP:-1}" = 1 ]; then
+  log collectives_bench hip names
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY=/usr/lib/x86_64-linux-gnu/libnccl.so.2 \
+    timeout 300 "$B/bench/collectives/collectives_bench" --backend hip --json "$OUT/collbench-hip.json" > "$OUT/collbench-hip.log" 2>&1
+  echo "rc=$?"; grep -A40 "bus bandwidth" "$OUT/collbench-hip.log" | head -60
+  fi
 fi
 if has cross; then
   log graphs across hip, cuda and the host
