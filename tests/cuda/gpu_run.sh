@@ -107,7 +107,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 collective_run() {  # <name> <gtest filter> <env...>: the collective tests under `env`
   local name=$1 filter=$2; shift 2
   log "collectives: $name"
-  env "$@" timeout 300 stdbuf -oL "$B/tests/collectives/baton-collective-tests" --gtest_filter="$filter" > "$OUT/collectives-$name.log" 2>&1
+  env "$@" timeout ${COLLECTIVES_LIMIT:-120} stdbuf -oL "$B/tests/collectives/baton-collective-tests" --gtest_filter="$filter" > "$OUT/collectives-$name.log" 2>&1
   echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|Skipped|unavailable" "$OUT/collectives-$name.log" | head -30
   grep -A10 "Failure$" "$OUT/collectives-$name.log" | head -40
 }
