@@ -187,10 +187,25 @@ void setupRanks(baton::BackendKind backend) {
   BATON_OK(env.instance.createCommunicators(devices, group, comms));
   ncclComm_t raw[kRanks];
   const int devlist[kRanks] = {env.ranks[0].ordinal, env.ranks[1].ordinal};
-  NCCL_OK(nccl.ncclCommInitAll(raw, kRanks, devlist));
+  {
+    ncclResult_t r = nccl.ncclCommInitAll(raw, kRanks, devlist);
+    if (r != ncclSuccess && r != ncclInProgress) die("ncclCommInitAll", nccl.ncclGetErrorString(r));
+  }
   for (int i = 0; i < kRanks; ++i) {
     env.ranks[i].communicator = comms[i];
     env.ranks[i].ncclComm = raw[i];
+  }
+  rawSettle();
+}
+
+void rawSettle() {
+  for (Rank& r : env.ranks) {
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress) {
+      NCCL_OK(nccl.ncclCommGetAsyncError(r.ncclComm, &state));
+      if (state != ncclSuccess && state != ncclInProgress)
+        die("ncclCommGetAsyncError", nccl.ncclGetErrorString(state));
+    }
   }
 }
 

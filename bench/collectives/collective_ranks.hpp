@@ -48,6 +48,21 @@ constexpr uint32_t kOneF = 0x3f800000;
     if (r_ != ncclSuccess) die(#expr, ::baton_bench::nccl.ncclGetErrorString(r_)); \
   } while (0)
 
+// The raw side's communicators are blocking unless NCCL_COMM_BLOCKING=0 is set (NCCL's own
+// switch, for communicators whose config leaves it undefined: the raw side's; baton's always set
+// it): then they are non-blocking, as baton's are, and every call is followed by polling
+// ncclCommGetAsyncError until it is no longer ncclInProgress (rawSettle). Running the benchmark
+// both ways shows what non-blocking communicators cost NCCL itself: the floor of baton's figures.
+void rawSettle();
+// ncclGroupEnd, then rawSettle (ncclInProgress is not an error for non-blocking communicators).
+#define NCCL_GROUP_END()                                               \
+  do {                                                                 \
+    ncclResult_t r_ = ::baton_bench::nccl.ncclGroupEnd();              \
+    if (r_ != ncclSuccess && r_ != ncclInProgress)                     \
+      die("ncclGroupEnd", ::baton_bench::nccl.ncclGetErrorString(r_)); \
+    ::baton_bench::rawSettle();                                        \
+  } while (0)
+
 // The raw side's libraries: NCCL (raw_nccl.hpp) and the CUDA driver's symbol table.
 extern RawNccl nccl;
 extern const baton::cuda::Symbols* cu;

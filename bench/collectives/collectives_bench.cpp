@@ -200,7 +200,7 @@ double rawAllReduces(const AllReduce& a, int iterations) {
       NCCL_OK(nccl.ncclAllReduce(pointer(a.srcAddress[k]), pointer(a.dstAddress[k]), count,
                                  ncclFloat32, ncclSum, r.ncclComm, r.commStream));
     }
-    NCCL_OK(nccl.ncclGroupEnd());
+    NCCL_GROUP_END();
   }
   rawFinish(Streams::Comm);
   return secondsSince(t0);
@@ -402,7 +402,7 @@ double rawStep(const Pipeline& p, bool compute, bool comm) {
         NCCL_OK(
             nccl.ncclAllReduce(grad, grad, count, ncclFloat32, ncclSum, r.ncclComm, r.commStream));
       }
-      NCCL_OK(nccl.ncclGroupEnd());
+      NCCL_GROUP_END();
     }
   }
   rawFinish(comm ? Streams::Comm : Streams::Compute);
@@ -531,6 +531,10 @@ void printHeader() {
               versionText(static_cast<int>(env.batonNccl.version)).c_str(), env.batonNccl.version,
               env.batonNccl.library, env.batonNccl.canRevoke ? ", revoke" : "");
   std::printf("NCCL_NVLS_ENABLE=%s\n", std::getenv("NCCL_NVLS_ENABLE"));
+  const char* blocking = std::getenv("NCCL_COMM_BLOCKING");
+  std::printf("raw communicators: %s\n", blocking && std::string(blocking) == "0"
+                                             ? "non-blocking (NCCL_COMM_BLOCKING=0), as baton's"
+                                             : "blocking (baton's are non-blocking)");
   if (!env.kernels)
     std::printf(
         "emulated: this driver cannot run kernels; the compute is a memset and the figures have "

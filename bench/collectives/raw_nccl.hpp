@@ -19,7 +19,8 @@ namespace baton_bench {
 #define BATON_BENCH_NCCL_ENTRY_POINTS(X) \
   X(ncclGetVersion)                      \
   X(ncclGetErrorString)                  \
-  X(ncclCommInitAll) X(ncclCommDestroy) X(ncclGroupStart) X(ncclGroupEnd) X(ncclAllReduce)
+  X(ncclCommInitAll)                     \
+  X(ncclCommDestroy) X(ncclGroupStart) X(ncclGroupEnd) X(ncclAllReduce) X(ncclCommGetAsyncError)
 
 struct RawNccl {
 #define BATON_BENCH_NCCL_MEMBER(name) decltype(&::name) name = nullptr;

@@ -162,13 +162,26 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     ncclConfig_t config = nonBlocking();
     ncclComm_t made = nullptr;
     std::vector<int> list = excluded;
+    // The library refuses a shrink while the parent's last operation is in progress (a revoke
+    // finishing: ~0.5 s on the H200s): let it settle first.
+    (void)settle(lib, comm_, deadline());
     // A failed communicator's stuck operations are ended first (NCCL_SHRINK_ABORT); after a
     // revoke there are none left, and the flag is then harmless.
     const int flags = failed(nullptr) ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
     ncclResult_t r = BATON_NCCL(lib, ncclCommShrink, comm_, list.data(),
                                 static_cast<int>(list.size()), &made, &config, flags);
     if (flags == NCCL_SHRINK_ABORT) stuckEnded_ = true;
-    return adopt(r, "ncclCommShrink", made, newLabel, false, out);
+    // Non-blocking: the library's own thread writes the new communicator to `made` once the
+    // survivors have met (NCCL keeps *newcomm null until then). The parent's state cannot say
+    // when: a failed parent reports its error throughout.
+    if (r == ncclInProgress || r == ncclSuccess) {
+      const uint64_t until = deadline();
+      while (!__atomic_load_n(&made, __ATOMIC_ACQUIRE) && core::nowNs() < until)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      r = ncclSuccess;
+    }
+    return adopt(r, "ncclCommShrink", __atomic_load_n(&made, __ATOMIC_ACQUIRE), newLabel, false,
+                 out);
   }
 
   Status destroy() override {
@@ -341,7 +354,11 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     }
     if (!made) {
       if (noColor) return Status();
-      return error(Result::ErrorDriver, "%s returned no communicator", api);
+      return error(Result::ErrorDriver,
+                   "%s: no new communicator within %llu ms (the other survivors did not call it, "
+                   "or the library failed: %s)",
+                   api, static_cast<unsigned long long>(ms(timeoutNs)),
+                   lib.sym.ncclGetLastError(nullptr));
     }
     r = settle(lib, made, deadline());
     if (r != ncclSuccess) {
@@ -392,7 +409,10 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     if (!comm_ || stuckEnded_ || enqueueStuck_) return;
     ContextScope scope(driver, context, ContextScope::kRelease, "revoking a failed communicator");
     ncclResult_t r = BATON_NCCL(lib, ncclCommRevoke, comm_, NCCL_REVOKE_DEFAULT);
-    if (r == ncclSuccess || r == ncclInProgress) r = settle(lib, comm_, deadline());
+    // ~0.5 s on the H200s (DESIGN §4), whatever the communicator's timeout: at least 10 s.
+    const uint64_t now = core::nowNs();
+    if (r == ncclSuccess || r == ncclInProgress)
+      r = settle(lib, comm_, std::max<uint64_t>(deadline(), now + 10'000'000'000ull));
     stuckEnded_ = true;
     if (r != ncclSuccess)
       core::message(device->instance(), MessageSeverity::Warning,

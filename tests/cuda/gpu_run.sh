@@ -130,10 +130,10 @@ if has multiprocess; then
     timeout "$limit" "${MP[@]}" "$@" "${RANKBIN[@]}" > "$OUT/mp-$name.log" 2>&1
     echo "rc=$?"; grep -E "^(RESULT|kill trials|verdict|FAIL|PASS)|survivors|reasons|death_to_wake|HANG" "$OUT/mp-$name.log" | head -12
   }
-  mp_run ops-nvlink 120 ops --ranks 2 --quiet
-  mp_run ops-sockets 120 ops --ranks 2 --sockets --quiet
-  mp_run ops-hip 120 ops --ranks 2 --backend hip --env BATON_RCCL_LIBRARY="$TORCH_NCCL" --quiet
-  mp_run pipeline 120 pipeline --ranks 2 --quiet
+  mp_run ops-nvlink 120 ops --ranks 2
+  mp_run ops-sockets 120 ops --ranks 2 --sockets
+  mp_run ops-hip 120 ops --ranks 2 --backend hip --env BATON_RCCL_LIBRARY="$TORCH_NCCL"
+  mp_run pipeline 120 pipeline --ranks 2
   mp_run kill-nvlink-2.28.3 ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS:-20} --timeout-ms 2000 --quiet
   mp_run kill-nvlink-2.28.9 ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" --quiet
   mp_run kill-sockets ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --sockets --quiet
@@ -144,6 +144,11 @@ if has collbench; then
   log collectives_bench cuda
   timeout 300 "$B/bench/collectives/collectives_bench" --json "$OUT/collbench-cuda.json" > "$OUT/collbench-cuda.log" 2>&1
   echo "rc=$?"; cat "$OUT/collbench-cuda.log" | head -80
+  # The floor of baton's figures: raw NCCL on non-blocking communicators (NCCL_COMM_BLOCKING=0
+  # applies to the raw side's only: baton sets its communicators' config itself).
+  log collectives_bench cuda, raw non-blocking
+  NCCL_COMM_BLOCKING=0 timeout 300 "$B/bench/collectives/collectives_bench" bandwidth latency --json "$OUT/collbench-cuda-nb.json" > "$OUT/collbench-cuda-nb.log" 2>&1
+  echo "rc=$?"; grep -A60 "raw communicators" "$OUT/collbench-cuda-nb.log" | head -50
   if [ "${COLLBENCH_HIP:-1}" = 1 ]; then
   log collectives_bench hip names
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY=/usr/lib/x86_64-linux-gnu/libnccl.so.2 \
