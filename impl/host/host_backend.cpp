@@ -180,8 +180,7 @@ class HostQueue final : public QueueImpl {
           case Command::Kind::Collective:
             // Unreachable: a host device makes no communicator, and a command buffer records
             // only its own device's.
-            return Status(Result::ErrorNotSupported,
-                          "the host backend has no collective engine");
+            return Status(Result::ErrorNotSupported, "the host backend has no collective engine");
         }
       }
     }

@@ -15,6 +15,7 @@
 
 #include "collective_test_support.hpp"
 #include "collectives.hpp"
+#include "trace.hpp"
 
 namespace baton_test {
 namespace {
@@ -450,6 +451,30 @@ TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeo
   EXPECT_EQ(state, CommunicatorState::Failed);
   // The device goes on; destroying the communicators (at the end) must not hang.
   runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(s.buf[0], 0, 16, 1); });
+}
+
+// The timeline trace: a collective is a slice inside its submission's on the queue's track (with
+// what and how many bytes), a communicator failure an instant with its reason.
+TEST_P(CollectiveFailure, TheTraceShowsCollectivesAndTheFailure) {
+  const std::string path =
+      ::testing::TempDir() + "collectives-trace-" + backendName(GetParam()) + ".json";
+  ASSERT_TRUE(baton::core::trace::start(path));
+  makeRanks(2, 300 * kMs);
+  Stalled s = stallAllReduce(1);  // a warm-up allReduce on both ranks, then the stall
+  EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  ASSERT_TRUE(baton::core::trace::stop().ok());
+  std::string json;
+  if (FILE* f = std::fopen(path.c_str(), "rb")) {
+    char chunk[65536];
+    for (size_t n; (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;) json.append(chunk, n);
+    std::fclose(f);
+  }
+  std::remove(path.c_str());
+  EXPECT_NE(json.find("\"allReduce float32 x 96\""), std::string::npos) << "a collective slice";
+  EXPECT_NE(json.find("\"cat\":\"collective\""), std::string::npos);
+  EXPECT_NE(json.find("\"bytes\":384"), std::string::npos) << "96 float32";
+  EXPECT_NE(json.find("\"communicator failed\""), std::string::npos) << "the failure's instant";
+  EXPECT_NE(json.find("no progress for 300 ms"), std::string::npos) << "with its reason";
 }
 
 TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
