@@ -25,27 +25,6 @@ constexpr uint64_t kN = 96;  // elements per rank and slot
 // Rank r's input for element i: small integers, exact in every type, different per rank.
 double input(size_t r, uint64_t i) { return static_cast<double>(1 + r + (i % 3)); }
 
-double reduceHost(ReduceOp op, const std::vector<double>& v, ElementType type) {
-  double acc = v[0];
-  for (size_t k = 1; k < v.size(); ++k) {
-    switch (op) {
-      case ReduceOp::Sum:
-      case ReduceOp::Avg: acc += v[k]; break;
-      case ReduceOp::Prod: acc *= v[k]; break;
-      case ReduceOp::Max: acc = std::max(acc, v[k]); break;
-      case ReduceOp::Min: acc = std::min(acc, v[k]); break;
-    }
-  }
-  if (op == ReduceOp::Avg) {
-    acc /= static_cast<double>(v.size());
-    const bool integer = type != ElementType::Float16 && type != ElementType::Float32 &&
-                         type != ElementType::Float64 && type != ElementType::Bfloat16 &&
-                         type != ElementType::Float8E4M3 && type != ElementType::Float8E5M2;
-    if (integer) acc = std::trunc(acc);
-  }
-  return acc;
-}
-
 std::vector<double> inputs(size_t r, uint64_t count) {
   std::vector<double> v(count);
   for (uint64_t i = 0; i < count; ++i) v[i] = input(r, i);
