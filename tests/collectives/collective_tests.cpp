@@ -412,7 +412,9 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
     EXPECT_OK(ranks_[0].comm.waitIdle(kLongNs));
   }
   // The device stays usable: a copy on its other queue runs.
-  runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(s.buf[0], 0, 16, 1); });
+  // (Another buffer: nothing orders this queue's work after the stuck collective's use of its.)
+  Buffer other = deviceBuffer(0, 16);
+  runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(other, 0, 16, 1); });
   (void)s.done[1];
 }
 
@@ -429,7 +431,9 @@ TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeo
   ASSERT_OK(comm(0).getState(&state));
   EXPECT_EQ(state, CommunicatorState::Failed);
   // The device goes on; destroying the communicators (at the end) must not hang.
-  runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(s.buf[0], 0, 16, 1); });
+  // (Another buffer: nothing orders this queue's work after the stuck collective's use of its.)
+  Buffer other = deviceBuffer(0, 16);
+  runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(other, 0, 16, 1); });
 }
 
 // The timeline trace: a collective is a slice inside its submission's on the queue's track (with
