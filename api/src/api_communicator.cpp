@@ -92,12 +92,15 @@ uint64_t resolveTimeout(uint64_t timeoutNs) {
 }
 
 // Publishes a communicator the backend made as a handle, a child of its device.
+// Its label says the rank and count the library gave it (a split or shrink renumbers), for the
+// backend's messages too.
 Status publish(Ref<core::Device> dev, Ref<core::CommunicatorImpl> impl, uint64_t timeoutNs,
                const char* debugName, Communicator* out) {
   const uint32_t rank = impl->rank, count = impl->rankCount;
   std::string label = communicatorLabel(debugName, rank, count, *dev);
-  Ref<core::Communicator> comm =
-      makeRef<core::Communicator>(dev, std::move(impl), rank, count, timeoutNs, std::move(label));
+  impl->label = label;
+  Ref<core::Communicator> comm = makeRef<core::Communicator>(
+      dev, std::move(impl), rank, count, timeoutNs, debugName ? debugName : "", std::move(label));
   uint64_t h = HandleTable::get().insert(comm, ObjectType::Communicator);
   if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
   comm->handle = h;
@@ -325,7 +328,7 @@ Result Communicator::split(int32_t color, int32_t key, Communicator* out) const 
         comm->impl->split(color, key, comm->label + format(" split by color %d", color), &made)
             .context("splitting " + comm->label));
     if (!made) return Status();  // kSplitNoColor
-    return publish(comm->device, std::move(made), comm->timeoutNs, nullptr, out);
+    return publish(comm->device, std::move(made), comm->timeoutNs, comm->name.c_str(), out);
   });
 }
 
@@ -354,7 +357,7 @@ Result Communicator::shrink(Span<const uint32_t> excludedRanks, Communicator* ou
     Ref<core::CommunicatorImpl> made;
     BATON_TRY(comm->impl->shrink(excluded, comm->label + " shrunk", &made)
                   .context("shrinking " + comm->label));
-    return publish(comm->device, std::move(made), comm->timeoutNs, nullptr, out);
+    return publish(comm->device, std::move(made), comm->timeoutNs, comm->name.c_str(), out);
   });
 }
 

@@ -302,6 +302,9 @@ class CommunicatorImpl : public Object {
  public:
   // This rank and the group's size, as the library reports them (split and shrink renumber).
   uint32_t rank = 0, rankCount = 0;
+  // How messages name it (core::Communicator::label); set before the handle is published, and
+  // not changed after.
+  std::string label;
   // Whether it failed, and why (a reason naming the communicator, the rank and the error).
   virtual bool failed(std::string* reason) const = 0;
   // ncclCommSplit / ncclCommShrink: *out null for kSplitNoColor.

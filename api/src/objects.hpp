@@ -181,12 +181,13 @@ class Queue : public Object, private Waiter {
 class Communicator : public Object {
  public:
   Communicator(Ref<Device> device, Ref<CommunicatorImpl> impl, uint32_t rank, uint32_t rankCount,
-               uint64_t timeoutNs, std::string label)
+               uint64_t timeoutNs, std::string name, std::string label)
       : device(std::move(device)),
         impl(std::move(impl)),
         rank(rank),
         rankCount(rankCount),
         timeoutNs(timeoutNs),
+        name(std::move(name)),
         label(std::move(label)) {}
   ~Communicator() override;
   // ErrorInvalidState naming the communicator and its failure, or Success while it is ready.
@@ -196,6 +197,8 @@ class Communicator : public Object {
   Ref<CommunicatorImpl> impl;
   const uint32_t rank, rankCount;
   const uint64_t timeoutNs;
+  const std::string
+      name;  // CommunicatorCreateInfo::debugName ("" without); split and shrink keep it
   const std::string label;  // "communicator 'grads' (rank 1 of 4, device #1 (cuda:0))"
   uint64_t handle = 0;
 };

@@ -99,16 +99,16 @@ class Watch {
 
 class StreamCommunicator final : public core::CommunicatorImpl {
  public:
-  StreamCommunicator(const CollectiveLibrary& lib, const CollectiveDevice& dev, std::string label,
+  StreamCommunicator(const CollectiveLibrary& lib, const CollectiveDevice& dev, std::string name,
                      uint64_t timeoutNs, ncclComm_t comm)
       : lib(lib),
         driver(*dev.driver),
         context(dev.context),
         device(dev.device),
-        label(std::move(label)),
         timeoutNs(timeoutNs),
         keepDevice_(dev.device),
         comm_(comm) {
+    label = std::move(name);
     int r = 0, n = 0;
     (void)BATON_NCCL(lib, ncclCommUserRank, comm, &r);
     (void)BATON_NCCL(lib, ncclCommCount, comm, &n);
@@ -340,7 +340,6 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   const DriverTable& driver;
   void* const context;
   core::Device* const device;
-  const std::string label;
   const uint64_t timeoutNs;
   std::mutex call;  // one library call at a time on comm_ (NCCL requires it per communicator)
 

@@ -637,6 +637,31 @@ TEST(CollectivesOnTheHost, TheHostBackendHasNoCollectiveEngine) {
             Result::ErrorInvalidArgument);
 }
 
+// A GPU backend whose collective library is absent (HIP on Debian 12, which packages no RCCL; CUDA
+// without NCCL): ErrorNotSupported with a sentence naming the library and the paths tried.
+TEST(CollectivesWithoutALibrary, AGpuBackendWithoutItsLibraryReportsWhy) {
+  MessageSink sink;
+  UniqueInstance instance;
+  ASSERT_OK(createInstance(sink.instanceInfo(), instance.put()));
+  bool checked = false;
+  for (BackendKind kind : {BackendKind::Cuda, BackendKind::Hip}) {
+    BackendInfo infos[kBackendKindCount];
+    uint32_t count = kBackendKindCount;
+    ASSERT_OK(instance->enumerateBackends(&count, infos));
+    CollectiveSupport support;
+    ASSERT_OK(instance->getCollectiveSupport(kind, &support));
+    if (!infos[static_cast<uint32_t>(kind)].available || support.available) continue;
+    checked = true;
+    const char* library = kind == BackendKind::Hip ? "RCCL" : "NCCL";
+    EXPECT_TRUE(containsText(support.reason, library)) << support.reason;
+    EXPECT_TRUE(containsText(support.reason, "tried")) << support.reason;
+    CommunicatorId id;
+    EXPECT_EQ(instance->createCommunicatorId(kind, &id), Result::ErrorNotSupported);
+    EXPECT_TRUE(containsText(lastErrorMessage(), library)) << lastErrorMessage();
+  }
+  if (!checked) GTEST_SKIP() << "every available GPU backend here has its collective library";
+}
+
 INSTANTIATE_TEST_SUITE_P(, CollectiveOps, ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
                          CollectiveParamName());
 INSTANTIATE_TEST_SUITE_P(, CollectiveFailure,
