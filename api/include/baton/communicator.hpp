@@ -155,12 +155,13 @@ class BATON_API Communicator : public Handle<Communicator> {
  public:
   using Handle::Handle;
 
-  /// Destroys the communicator. A ready one is finalized first (its issued collectives complete,
-  /// which needs the other ranks to run theirs), then destroyed; a failed one is aborted (its
-  /// stuck operations end, and the queue behind them moves on). Submissions already made keep
-  /// the library's communicator until they finished. Not to be called concurrently with
-  /// recording or submitting its collectives. Returns Success, ErrorInvalidHandle,
-  /// ErrorDriver (the library's error; the handle is gone either way).
+  /// Destroys the communicator. A ready one is finalized first (blocks until its issued
+  /// collectives complete, which needs the other ranks to run theirs, at most its timeout; past
+  /// it, the communicator fails and is aborted), then destroyed; a failed one is aborted (its
+  /// stuck operations end, and the queue behind them moves on). Submissions not yet issued that
+  /// use it fail their signals. Not to be called concurrently with recording or submitting its
+  /// collectives. Returns Success, ErrorInvalidHandle, ErrorDriver (the library's error; the
+  /// handle is gone either way).
   Result destroy() const noexcept;
 
   /// Writes this communicator's rank. Thread safe. Returns Success, ErrorInvalidArgument (null),
