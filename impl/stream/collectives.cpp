@@ -115,12 +115,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     rank = static_cast<uint32_t>(r);
     rankCount = static_cast<uint32_t>(n);
   }
-  ~StreamCommunicator() override {
-    (void)destroy();
-    ContextScope scope(driver, context, ContextScope::kRelease,
-                       "destroying a communicator's events");
-    for (void* e : freeEvents_) (void)driver.eventDestroy(e);
-  }
+  ~StreamCommunicator() override { (void)destroy(); }
 
   bool failed(std::string* reason) const override {
     if (!failed_.load(std::memory_order_acquire)) {
@@ -184,11 +179,39 @@ class StreamCommunicator final : public core::CommunicatorImpl {
                  out);
   }
 
+  // Also releases its events and its reference to the device, here, on the thread that destroys
+  // the communicator (the handle's, or the device's shutdown): the watch may hold the object
+  // longer, and must not be the thread that drops a device's last reference (its destruction
+  // joins threads and releases the context; ThreadSanitizer saw the emulated driver's streams
+  // freed there without order against their workers).
   Status destroy() override {
+    Ref<core::Device> last;  // declared first: dropped after the lock and the context scope
     std::lock_guard<std::mutex> lock(call);
     if (!comm_) return Status();
     ncclComm_t comm = comm_;
     ContextScope scope(driver, context, ContextScope::kRelease, "destroying a communicator");
+    Status st = end(comm);
+    comm_ = nullptr;
+    {
+      // The stretches still watched ended with the communicator (finalized or aborted): their
+      // events go, with the free ones (the driver frees an event whose record is pending once it
+      // completed).
+      std::lock_guard<std::mutex> watch(watchMutex_);
+      for (const Ref<Ticket>& t : tickets_) {
+        (void)driver.eventDestroy(t->start);
+        (void)driver.eventDestroy(t->end);
+      }
+      tickets_.clear();
+      for (void* e : freeEvents_) (void)driver.eventDestroy(e);
+      freeEvents_.clear();
+    }
+    last = std::move(keepDevice_);
+    return st;
+  }
+
+  // Finalizes (healthy) or aborts (failed, or finalize past the timeout) the library's
+  // communicator; `call` held.
+  Status end(ncclComm_t comm) {
     Status st;
     bool abort = failed(nullptr);
     if (!abort) {
@@ -211,7 +234,6 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     } else {
       st = ncclStatus(lib, BATON_NCCL(lib, ncclCommDestroy, comm), "ncclCommDestroy");
     }
-    comm_ = nullptr;
     return st;
   }
 
