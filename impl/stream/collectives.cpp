@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <thread>
+#include <unordered_map>
 
 #include "clock.hpp"
 #include "collective_library.hpp"
@@ -68,6 +70,182 @@ ncclConfig_t nonBlocking() {
   return config;
 }
 
+// Whether collectives go through blocking communicators (see collectives.hpp): yes, unless
+// BATON_NCCL_BLOCKING_CALLS=0 (then every call is on the non-blocking communicator, as before:
+// NCCL's own thread per group, ~60 µs more per group on the H200s). Read once.
+bool blockingCallsEnabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("BATON_NCCL_BLOCKING_CALLS");
+    return !(v && v[0] == '0' && v[1] == '\0');
+  }();
+  return enabled;
+}
+
+// One library call of a group, as plain values: the caller thread reads no command.
+struct CallArgs {
+  core::CollectiveOp op = core::CollectiveOp::AllReduce;
+  const void* src = nullptr;
+  void* dst = nullptr;
+  size_t count = 0;
+  ncclDataType_t type = ncclFloat32;
+  ncclRedOp_t reduce = ncclSum;
+  int peer = 0;   // root, or the peer of a send or receive
+  int ranks = 0;  // the communicator's
+  uint64_t elementSize = 0;
+  ncclComm_t comm = nullptr;
+};
+
+// Makes one call of a group (all-to-all without ncclAlltoAll: a send and a receive per peer);
+// *api names it.
+ncclResult_t issueCall(const CollectiveLibrary& lib, const CallArgs& c, cudaStream_t s,
+                       const char** api) {
+  switch (c.op) {
+    case core::CollectiveOp::AllReduce:
+      *api = "ncclAllReduce";
+      return BATON_NCCL(lib, ncclAllReduce, c.src, c.dst, c.count, c.type, c.reduce, c.comm, s);
+    case core::CollectiveOp::Broadcast:
+      *api = "ncclBroadcast";
+      return BATON_NCCL(lib, ncclBroadcast, c.src, c.dst, c.count, c.type, c.peer, c.comm, s);
+    case core::CollectiveOp::Reduce:
+      *api = "ncclReduce";
+      return BATON_NCCL(lib, ncclReduce, c.src, c.dst, c.count, c.type, c.reduce, c.peer, c.comm,
+                        s);
+    case core::CollectiveOp::AllGather:
+      *api = "ncclAllGather";
+      return BATON_NCCL(lib, ncclAllGather, c.src, c.dst, c.count, c.type, c.comm, s);
+    case core::CollectiveOp::ReduceScatter:
+      *api = "ncclReduceScatter";
+      return BATON_NCCL(lib, ncclReduceScatter, c.src, c.dst, c.count, c.type, c.reduce, c.comm,
+                        s);
+    case core::CollectiveOp::AllToAll: {
+      if (lib.sym.ncclAlltoAll) {
+        *api = "ncclAlltoAll";
+        return BATON_NCCL(lib, ncclAlltoAll, c.src, c.dst, c.count, c.type, c.comm, s);
+      }
+      // Before NCCL 2.28: the same as a send and a receive per peer, in this group.
+      *api = "ncclSend/ncclRecv (all-to-all)";
+      const uint64_t slot = c.count * c.elementSize;
+      ncclResult_t r = ncclSuccess;
+      for (int p = 0; p < c.ranks && r == ncclSuccess; ++p) {
+        r = BATON_NCCL(lib, ncclSend, static_cast<const char*>(c.src) + p * slot, c.count, c.type,
+                       p, c.comm, s);
+        if (r == ncclSuccess)
+          r = BATON_NCCL(lib, ncclRecv, static_cast<char*>(c.dst) + p * slot, c.count, c.type, p,
+                         c.comm, s);
+      }
+      return r;
+    }
+    case core::CollectiveOp::Send:
+      *api = "ncclSend";
+      return BATON_NCCL(lib, ncclSend, c.src, c.count, c.type, c.peer, c.comm, s);
+    case core::CollectiveOp::Recv:
+      *api = "ncclRecv";
+      return BATON_NCCL(lib, ncclRecv, c.dst, c.count, c.type, c.peer, c.comm, s);
+  }
+  *api = "?";
+  return ncclInvalidArgument;
+}
+
+// A group of calls as one library group: ncclGroupStart, the calls, ncclGroupEnd (always, also
+// after a failed call: the group must end on the thread that started it). `first`/`firstAt`/
+// `firstApi`: the first failed call; `end`: ncclGroupEnd's result.
+struct GroupCall {
+  ncclResult_t first = ncclSuccess;
+  size_t firstAt = 0;
+  const char* firstApi = "";
+  ncclResult_t start = ncclSuccess;
+  ncclResult_t end = ncclSuccess;
+};
+GroupCall callGroup(const CollectiveLibrary& lib, const std::vector<CallArgs>& calls,
+                    cudaStream_t stream) {
+  GroupCall g;
+  g.start = BATON_NCCL(lib, ncclGroupStart);
+  if (g.start != ncclSuccess) return g;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const char* api = "";
+    ncclResult_t r = issueCall(lib, calls[i], stream, &api);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      g.first = r;
+      g.firstAt = i;
+      g.firstApi = api;
+      break;
+    }
+  }
+  g.end = BATON_NCCL(lib, ncclGroupEnd);
+  return g;
+}
+
+// Splits each ready non-blocking communicator of `comms` (ranks of one group in this process)
+// into the blocking one its collective calls use (color 0, keyed by rank: the same ranks), as one
+// library group: the split runs as a non-blocking call of the parent, bounded by `timeoutNs`.
+// `calls` receives them (nulls with BATON_NCCL_BLOCKING_CALLS=0). On a failure nothing is left.
+Status makeCallComms(const CollectiveLibrary& lib, const std::vector<CollectiveDevice>& devices,
+                     const std::vector<ncclComm_t>& comms, uint64_t timeoutNs,
+                     std::vector<ncclComm_t>* calls) {
+  calls->assign(comms.size(), nullptr);
+  if (!blockingCallsEnabled()) return Status();
+  // The library's thread writes each new communicator once it is initialised; after a timeout
+  // it may still do so: the slots are then left to it.
+  auto* made = new ncclComm_t[comms.size()]();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  Status st;
+  const bool group = comms.size() > 1;
+  if (group) st = ncclStatus(lib, BATON_NCCL(lib, ncclGroupStart), "ncclGroupStart");
+  for (size_t i = 0; i < comms.size() && st.ok(); ++i) {
+    ContextScope scope(*devices[i].driver, devices[i].context);
+    st = scope.status();
+    if (!st.ok()) break;
+    int rank = 0;
+    (void)BATON_NCCL(lib, ncclCommUserRank, comms[i], &rank);
+    ncclResult_t r = BATON_NCCL(lib, ncclCommSplit, comms[i], 0, rank, &made[i], &config);
+    if (r != ncclSuccess && r != ncclInProgress)
+      st = ncclStatus(lib, r, "ncclCommSplit (the communicator of the calls)", comms[i]);
+  }
+  if (group) {
+    ncclResult_t r = BATON_NCCL(lib, ncclGroupEnd);
+    if (st.ok() && r != ncclSuccess && r != ncclInProgress) st = ncclStatus(lib, r, "ncclGroupEnd");
+  }
+  const uint64_t deadline = core::nowNs() + timeoutNs;
+  bool timedOut = false;
+  for (size_t i = 0; i < comms.size() && st.ok(); ++i) {
+    ContextScope scope(*devices[i].driver, devices[i].context);
+    ncclResult_t r = settle(lib, comms[i], deadline);
+    if (r == ncclSuccess)
+      r = pollDone(
+          [&] {
+            ncclComm_t c = __atomic_load_n(&made[i], __ATOMIC_ACQUIRE);
+            if (!c) return ncclInProgress;
+            ncclResult_t state = ncclSuccess;
+            ncclResult_t q = BATON_NCCL(lib, ncclCommGetAsyncError, c, &state);
+            return q != ncclSuccess ? q : state;
+          },
+          deadline);
+    if (r == ncclInProgress) {
+      timedOut = true;
+      st = error(Result::ErrorDriver,
+                 "the blocking communicator of the collective calls was not ready within %llu ms "
+                 "(a rank did not take part in its split)",
+                 static_cast<unsigned long long>(ms(timeoutNs)));
+    } else if (r != ncclSuccess) {
+      st = ncclStatus(lib, r, "ncclCommSplit (the communicator of the calls)", comms[i]);
+    }
+  }
+  if (!st.ok()) {
+    for (size_t i = 0; i < comms.size(); ++i)
+      if (ncclComm_t c = __atomic_load_n(&made[i], __ATOMIC_ACQUIRE)) {
+        ContextScope scope(*devices[i].driver, devices[i].context, ContextScope::kRelease,
+                           "aborting a communicator that did not initialise");
+        (void)BATON_NCCL(lib, ncclCommAbort, c);
+      }
+    if (!timedOut) delete[] made;
+    return st;
+  }
+  calls->assign(made, made + comms.size());
+  delete[] made;
+  return Status();
+}
+
 // One group's stretch of a communicator's work on a stream: events recorded before and after it,
 // and the claim of the submission it belongs to.
 struct Ticket : core::Object {
@@ -99,15 +277,19 @@ class Watch {
 
 class StreamCommunicator final : public core::CommunicatorImpl {
  public:
+  // `comm`: the non-blocking communicator (made, split, shrunk); `calls`: the blocking one split
+  // from it for the collective calls, or null (BATON_NCCL_BLOCKING_CALLS=0: calls on `comm`).
   StreamCommunicator(const CollectiveLibrary& lib, const CollectiveDevice& dev, std::string name,
-                     uint64_t timeoutNs, ncclComm_t comm)
+                     uint64_t timeoutNs, ncclComm_t comm, ncclComm_t calls)
       : lib(lib),
         driver(*dev.driver),
         context(dev.context),
         device(dev.device),
         timeoutNs(timeoutNs),
         keepDevice_(dev.device),
-        comm_(comm) {
+        comm_(comm),
+        calls_(calls),
+        blocking_(calls != nullptr) {
     label = std::move(name);
     int r = 0, n = 0;
     (void)BATON_NCCL(lib, ncclCommUserRank, comm, &r);
@@ -190,7 +372,9 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     if (!comm_) return Status();
     ncclComm_t comm = comm_;
     ContextScope scope(driver, context, ContextScope::kRelease, "destroying a communicator");
-    Status st = end(comm);
+    Status st = endCalls();
+    Status s = end(comm);
+    if (st.ok()) st = s;
     comm_ = nullptr;
     {
       // The stretches still watched ended with the communicator (finalized or aborted): their
@@ -207,6 +391,47 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     }
     last = std::move(keepDevice_);
     return st;
+  }
+
+  // Ends the blocking communicator of the calls (`call` held): destroyed once its collectives
+  // completed (within the timeout), aborted when the communicator failed or they did not, and
+  // left to the library when a call on it never returned (aborting it would free it under that
+  // call).
+  Status endCalls() {
+    if (!calls_) return Status();
+    ncclComm_t calls = calls_;
+    calls_ = nullptr;
+    if (inCall_.load(std::memory_order_acquire) > 0) {
+      core::message(device->instance(), MessageSeverity::Warning,
+                    label +
+                        ": destroyed while a collective call had not returned from the library: "
+                        "its blocking communicator is left to the library");
+      return Status();
+    }
+    if (!failed(nullptr) && !collectivesDone(deadline()))
+      failLocked(format("destroyed while its collectives could not complete within %llu ms",
+                        static_cast<unsigned long long>(ms(timeoutNs))));
+    if (failed(nullptr))
+      return ncclStatus(lib, BATON_NCCL(lib, ncclCommAbort, calls), "ncclCommAbort");
+    return ncclStatus(lib, BATON_NCCL(lib, ncclCommDestroy, calls), "ncclCommDestroy");
+  }
+
+  // Whether the stretches handed to the watch completed by `deadlineNs` (polls their events).
+  bool collectivesDone(uint64_t deadlineNs) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(watchMutex_);
+        bool all = true;
+        for (const Ref<Ticket>& t : tickets_)
+          if (driver.eventQuery(t->end).code() == Result::NotReady) {
+            all = false;
+            break;
+          }
+        if (all) return true;
+      }
+      if (core::nowNs() >= deadlineNs) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
 
   // Finalizes (healthy) or aborts (failed, or finalize past the timeout) the library's
@@ -243,7 +468,12 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     if (!comm_) return error(Result::ErrorInvalidState, "%s was destroyed", label.c_str());
     return Status();
   }
-  ncclComm_t comm() const noexcept { return comm_; }
+  // The communicator the collective calls go to (the blocking one where there is one).
+  ncclComm_t callComm() const noexcept { return blocking_ ? calls_ : comm_; }
+  bool blockingCalls() const noexcept { return blocking_; }
+  // Calls on the blocking communicator that have not returned (GroupJob): while one has not,
+  // nothing may end that communicator.
+  std::atomic<int> inCall_{0};
   // An enqueue never finished (enqueueCollectives): no revoke, destroy() aborts.
   void markEnqueueStuck() noexcept { enqueueStuck_ = true; }
   uint64_t deadline() const noexcept {
@@ -335,8 +565,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     {
       // Never waits for an issuing thread that is in a call on this communicator.
       std::unique_lock<std::mutex> lock(call, std::try_to_lock);
-      if (lock.owns_lock() && comm_) {
-        ncclResult_t r = BATON_NCCL(lib, ncclCommGetAsyncError, comm_, &async);
+      if (lock.owns_lock() && comm_ && callComm()) {
+        ncclResult_t r = BATON_NCCL(lib, ncclCommGetAsyncError, callComm(), &async);
         if (r != ncclSuccess) async = r;
       }
     }
@@ -393,8 +623,14 @@ class StreamCommunicator final : public core::CommunicatorImpl {
       return st;
     }
     CollectiveDevice dev{&driver, context, device};
+    std::vector<ncclComm_t> calls;
+    Status st = makeCallComms(lib, {dev}, {made}, timeoutNs, &calls);
+    if (!st.ok()) {
+      (void)BATON_NCCL(lib, ncclCommAbort, made);
+      return st.context(std::string(api));
+    }
     *out = Ref<core::CommunicatorImpl>::adopt(
-        new StreamCommunicator(lib, dev, newLabel, timeoutNs, made));
+        new StreamCommunicator(lib, dev, newLabel, timeoutNs, made, calls[0]));
     return Status();
   }
 
@@ -425,6 +661,21 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   }
 
   void endStuck() {
+    if (blocking_) {
+      // The calls' own communicator: aborted at once, with any library (the non-blocking one,
+      // which ran no collective, stays for shrink and split). Not while a call on it has not
+      // returned: destroy() leaves it to the library then.
+      std::lock_guard<std::mutex> lock(call);
+      if (!calls_ || inCall_.load(std::memory_order_acquire) > 0) return;
+      ContextScope scope(driver, context, ContextScope::kRelease, "aborting a failed communicator");
+      ncclResult_t r = BATON_NCCL(lib, ncclCommAbort, calls_);
+      calls_ = nullptr;
+      if (r != ncclSuccess)
+        core::message(device->instance(), MessageSeverity::Warning,
+                      label + ": ncclCommAbort of its failed collectives: " +
+                          ncclResultText(lib, r));
+      return;
+    }
     if (!lib.sym.ncclCommRevoke || gRevokeDisabled.load(std::memory_order_relaxed)) return;
     std::lock_guard<std::mutex> lock(call);
     if (!comm_ || stuckEnded_ || enqueueStuck_) return;
@@ -444,6 +695,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
 
   Ref<core::Device> keepDevice_;  // the context lives as long as the device's shared state
   ncclComm_t comm_;               // null once destroyed (call)
+  ncclComm_t calls_;              // the blocking one; null once ended (call)
+  const bool blocking_;           // collective calls go to calls_ (made with one)
   bool stuckEnded_ = false;       // revoked or shrunk with NCCL_SHRINK_ABORT (call)
   bool enqueueStuck_ = false;     // an enqueue never left ncclInProgress (call)
   mutable std::mutex stateMutex_;
@@ -484,6 +737,137 @@ void Watch::run() {
     std::this_thread::sleep_for(std::chrono::nanoseconds(kWatchPeriodNs));
   }
 }
+
+// A group of calls on blocking communicators, run by a Caller.
+struct GroupJob {
+  const CollectiveLibrary* lib = nullptr;
+  const DriverTable* driver = nullptr;
+  void* context = nullptr;
+  cudaStream_t stream = nullptr;
+  std::vector<CallArgs> calls;
+  // Kept while a call is in the library (each one's inCall_ counts it): a call that never
+  // returns keeps them, and nothing ends their library communicators under it.
+  std::vector<Ref<StreamCommunicator>> comms;
+  Status status;  // the context could not be made current
+  GroupCall result;
+  std::atomic<bool> done{false};
+};
+
+// The thread of a device that makes its blocking collective calls. A blocking call returns
+// once its work is enqueued (µs), but can wait in the library for a peer (connection set-up at a
+// communicator's first collectives needs every peer): made on the device's issuing thread, such
+// a call would hold every queue of the device for as long as the peer does not come. Here the
+// issuing thread waits for it up to the communicator's timeout and then gives up on it; the
+// stuck caller is abandoned (its call returns when the peer comes, or never), and the device's
+// next group gets a new one. One per device context, made at its first collective, for the
+// process's life (parked when idle). Both sides spin briefly before they sleep: a group's
+// calls take ~10-20 µs, less than a sleep and a wake-up.
+class Caller : public std::enable_shared_from_this<Caller> {
+ public:
+  static std::shared_ptr<Caller> forContext(void* context) {
+    static auto* registry = new Registry;  // never destroyed: its threads may run until exit
+    std::lock_guard<std::mutex> lock(registry->mutex);
+    std::shared_ptr<Caller>& c = registry->callers[context];
+    if (!c) {
+      c = std::make_shared<Caller>();
+      c->context_ = context;
+      c->registry_ = registry;
+      std::thread([self = c] { self->loop(); }).detach();
+    }
+    return c;
+  }
+
+  // Runs `job` on this thread's caller and waits until it returned or `deadlineNs` passed:
+  // true when it returned. On a timeout this caller is abandoned.
+  bool run(const std::shared_ptr<GroupJob>& job, uint64_t deadlineNs) {
+    for (const Ref<StreamCommunicator>& c : job->comms)
+      c->inCall_.fetch_add(1, std::memory_order_acq_rel);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = job;
+      posted_.store(true, std::memory_order_release);
+    }
+    work_.notify_one();
+    const uint64_t start = core::nowNs();
+    while (!job->done.load(std::memory_order_acquire)) {
+      const uint64_t now = core::nowNs();
+      if (now - start < kWaitSpinNs) {
+        core::cpuRelax();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (job->done.load(std::memory_order_acquire)) break;
+      if (now >= deadlineNs) {
+        abandon();
+        return false;
+      }
+      const uint64_t until = std::min<uint64_t>(deadlineNs, now + 1'000'000'000ull);
+      doneCv_.wait_for(lock, std::chrono::nanoseconds(until - now));
+    }
+    return true;
+  }
+
+ private:
+  struct Registry {
+    std::mutex mutex;
+    std::unordered_map<void*, std::shared_ptr<Caller>> callers;
+  };
+  // The issuing thread waits this long spinning before it sleeps; the caller spins this long for
+  // its next job.
+  static constexpr uint64_t kWaitSpinNs = 200'000;
+  static constexpr uint64_t kNextSpinNs = 50'000;
+
+  // mutex_ held: the next group of this device goes to a new caller; this one ends after its
+  // call returns.
+  void abandon() {
+    abandoned_ = true;
+    std::lock_guard<std::mutex> lock(registry_->mutex);
+    auto it = registry_->callers.find(context_);
+    if (it != registry_->callers.end() && it->second.get() == this) registry_->callers.erase(it);
+  }
+
+  void loop() {
+    for (;;) {
+      const uint64_t start = core::nowNs();
+      while (!posted_.load(std::memory_order_acquire) && core::nowNs() - start < kNextSpinNs)
+        core::cpuRelax();
+      std::shared_ptr<GroupJob> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        work_.wait(lock, [&] { return posted_.load(std::memory_order_relaxed); });
+        job = std::move(job_);
+        posted_.store(false, std::memory_order_relaxed);
+      }
+      {
+        ContextScope scope(*job->driver, job->context);
+        if (scope.ok())
+          job->result = callGroup(*job->lib, job->calls, job->stream);
+        else
+          job->status = scope.status();
+      }
+      for (const Ref<StreamCommunicator>& c : job->comms)
+        c->inCall_.fetch_sub(1, std::memory_order_acq_rel);
+      bool abandoned;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        job->done.store(true, std::memory_order_release);
+        abandoned = abandoned_;
+      }
+      doneCv_.notify_all();
+      job->comms.clear();
+      if (abandoned) return;
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable work_;    // a job was posted
+  std::condition_variable doneCv_;  // the job returned
+  std::shared_ptr<GroupJob> job_;   // mutex_
+  std::atomic<bool> posted_{false};
+  bool abandoned_ = false;  // mutex_
+  void* context_ = nullptr;
+  Registry* registry_ = nullptr;
+};
 
 Status unavailable(const CollectiveLibrary& lib) {
   return Status(Result::ErrorNotSupported,
@@ -589,10 +973,22 @@ Status createCommunicators(const std::vector<CollectiveDevice>& devices,
     return st.context(setups.size() > 1 ? "creating " + std::to_string(setups.size()) +
                                               " ranks of a communicator group"
                                         : "creating " + setups[0].label);
+  std::vector<ncclComm_t> calls;
+  st = makeCallComms(lib, devices, comms, setups[0].timeoutNs, &calls);
+  if (!st.ok()) {
+    for (size_t i = 0; i < comms.size(); ++i) {
+      ContextScope scope(*devices[i].driver, devices[i].context, ContextScope::kRelease,
+                         "aborting a communicator that did not initialise");
+      (void)BATON_NCCL(lib, ncclCommAbort, comms[i]);
+    }
+    return st.context(setups.size() > 1 ? "creating " + std::to_string(setups.size()) +
+                                              " ranks of a communicator group"
+                                        : "creating " + setups[0].label);
+  }
   out->clear();
   for (size_t i = 0; i < devices.size(); ++i)
-    out->push_back(Ref<core::CommunicatorImpl>::adopt(
-        new StreamCommunicator(lib, devices[i], setups[i].label, setups[i].timeoutNs, comms[i])));
+    out->push_back(Ref<core::CommunicatorImpl>::adopt(new StreamCommunicator(
+        lib, devices[i], setups[i].label, setups[i].timeoutNs, comms[i], calls[i])));
   return Status();
 }
 
@@ -610,11 +1006,34 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
   std::vector<std::unique_lock<std::mutex>> locks;
   for (StreamCommunicator* c : comms) locks.emplace_back(c->call);
   const CollectiveLibrary& lib = comms[0]->lib;
+  const bool blocking = comms[0]->blockingCalls();
+  uint64_t deadline = UINT64_MAX;
   for (StreamCommunicator* c : comms) {
     std::string reason;
     if (c->failed(&reason))
       return error(Result::ErrorInvalidState, "%s failed: %s", c->label.c_str(), reason.c_str());
     BATON_TRY(c->live());
+    if (c->blockingCalls() != blocking || !c->callComm())
+      return error(Result::ErrorInvalidState, "%s cannot take collective calls now",
+                   c->label.c_str());
+    deadline = std::min(deadline, c->deadline());
+  }
+  // The calls, as plain values.
+  std::vector<CallArgs> calls(count);
+  for (size_t i = 0; i < count; ++i) {
+    const core::Command& c = commands[i];
+    CallArgs& a = calls[i];
+    a.op = c.collective;
+    a.src = c.src ? reinterpret_cast<const void*>(c.src->allocation.deviceAddress + c.srcOffset)
+                  : nullptr;
+    a.dst = c.dst ? reinterpret_cast<void*>(c.dst->allocation.deviceAddress + c.dstOffset) : nullptr;
+    a.count = c.size;
+    a.type = ncclType(c.elementType);
+    a.reduce = ncclOp(c.reduceOp);
+    a.peer = static_cast<int>(c.peer);
+    a.ranks = static_cast<int>(c.communicator->rankCount);
+    a.elementSize = elementSize(c.elementType);
+    a.comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
   }
   // Events around the group, per communicator: the watch times each one's stretch.
   std::vector<Ref<Ticket>> tickets;
@@ -636,116 +1055,85 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
       return st;
     }
   }
-  Status st = ncclStatus(lib, BATON_NCCL(lib, ncclGroupStart), "ncclGroupStart");
-  if (!st.ok()) {
-    giveBack();
-    return st;
-  }
-  for (size_t i = 0; i < count && st.ok(); ++i) {
-    const core::Command& c = commands[i];
-    ncclComm_t comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->comm();
-    const ncclDataType_t type = ncclType(c.elementType);
-    const uint64_t esize = elementSize(c.elementType);
-    const size_t n = c.size;
-    const auto src =
-        c.src ? reinterpret_cast<const void*>(c.src->allocation.deviceAddress + c.srcOffset)
-              : nullptr;
-    void* dst =
-        c.dst ? reinterpret_cast<void*>(c.dst->allocation.deviceAddress + c.dstOffset) : nullptr;
-    const int peer = static_cast<int>(c.peer);
-    auto* s = static_cast<cudaStream_t>(stream);
-    ncclResult_t r = ncclSuccess;
-    const char* api = "";
-    switch (c.collective) {
-      case core::CollectiveOp::AllReduce:
-        api = "ncclAllReduce";
-        r = BATON_NCCL(lib, ncclAllReduce, src, dst, n, type, ncclOp(c.reduceOp), comm, s);
-        break;
-      case core::CollectiveOp::Broadcast:
-        api = "ncclBroadcast";
-        r = BATON_NCCL(lib, ncclBroadcast, src, dst, n, type, peer, comm, s);
-        break;
-      case core::CollectiveOp::Reduce:
-        api = "ncclReduce";
-        r = BATON_NCCL(lib, ncclReduce, src, dst, n, type, ncclOp(c.reduceOp), peer, comm, s);
-        break;
-      case core::CollectiveOp::AllGather:
-        api = "ncclAllGather";
-        r = BATON_NCCL(lib, ncclAllGather, src, dst, n, type, comm, s);
-        break;
-      case core::CollectiveOp::ReduceScatter:
-        api = "ncclReduceScatter";
-        r = BATON_NCCL(lib, ncclReduceScatter, src, dst, n, type, ncclOp(c.reduceOp), comm, s);
-        break;
-      case core::CollectiveOp::AllToAll: {
-        const int ranks = static_cast<int>(c.communicator->rankCount);
-        if (lib.sym.ncclAlltoAll) {
-          api = "ncclAlltoAll";
-          r = BATON_NCCL(lib, ncclAlltoAll, src, dst, n, type, comm, s);
-          break;
-        }
-        // Before NCCL 2.28: the same as a send and a receive per peer, in this group.
-        api = "ncclSend/ncclRecv (all-to-all)";
-        const uint64_t slot = n * esize;
-        for (int p = 0; p < ranks && r == ncclSuccess; ++p) {
-          r = BATON_NCCL(lib, ncclSend, static_cast<const char*>(src) + p * slot, n, type, p, comm,
-                         s);
-          if (r == ncclSuccess)
-            r = BATON_NCCL(lib, ncclRecv, static_cast<char*>(dst) + p * slot, n, type, p, comm, s);
-        }
-        break;
+  auto* s = static_cast<cudaStream_t>(stream);
+  GroupCall g;
+  Status st;
+  // Communicators whose calls did not come back, or that report an error: unusable, failed
+  // (their earlier submissions too) once the locks are let go.
+  std::vector<std::pair<StreamCommunicator*, std::string>> broken;
+  if (blocking) {
+    // On the device's caller thread, waited for up to the timeout (Caller).
+    auto job = std::make_shared<GroupJob>();
+    job->lib = &lib;
+    job->driver = &d;
+    job->context = comms[0]->context;
+    job->stream = s;
+    job->calls = std::move(calls);
+    for (StreamCommunicator* c : comms) job->comms.push_back(Ref<StreamCommunicator>(c));
+    if (!Caller::forContext(comms[0]->context)->run(job, deadline)) {
+      // A blocking call that does not return waits for a peer's part (NCCL sets up a
+      // communicator's connections at its first collectives, with every peer): the peer died,
+      // stalled or never submitted it. Nothing reached the stream; the call stays in the library
+      // (see Caller), and nothing may end the communicator under it.
+      for (StreamCommunicator* c : comms) {
+        c->markEnqueueStuck();
+        broken.emplace_back(
+            c, format("no progress for %llu ms: the library did not return from enqueueing a "
+                      "collective (a peer never connected: a rank died, stalled, or did not "
+                      "submit its part)",
+                      static_cast<unsigned long long>(ms(c->timeoutNs))));
       }
-      case core::CollectiveOp::Send:
-        api = "ncclSend";
-        r = BATON_NCCL(lib, ncclSend, src, n, type, peer, comm, s);
-        break;
-      case core::CollectiveOp::Recv:
-        api = "ncclRecv";
-        r = BATON_NCCL(lib, ncclRecv, dst, n, type, peer, comm, s);
-        break;
+      st = error(Result::ErrorSemaphoreFailed, "%s: %s", comms[0]->label.c_str(),
+                 broken[0].second.c_str());
+    } else {
+      st = job->status;
+      g = job->result;
     }
-    if (traceId) {
+  } else {
+    g = callGroup(lib, calls, s);
+  }
+  if (st.ok() && g.start != ncclSuccess) st = ncclStatus(lib, g.start, "ncclGroupStart");
+  if (st.ok() && g.first != ncclSuccess) {
+    const core::Command& c = commands[g.firstAt];
+    ncclComm_t comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
+    st = ncclStatus(lib, g.first, g.firstApi, comm)
+             .context(format("%s on %s", core::collectiveOpName(c.collective), queueLabel.c_str()));
+  }
+  if (st.ok() && g.end != ncclSuccess && g.end != ncclInProgress)
+    st = ncclStatus(lib, g.end, "ncclGroupEnd");
+  if (traceId && broken.empty())
+    for (size_t i = 0; i < count; ++i) {
+      const core::Command& c = commands[i];
+      const uint64_t esize = elementSize(c.elementType);
       const uint64_t sent = c.collective == core::CollectiveOp::Recv ? 0
                             : c.collective == core::CollectiveOp::AllToAll
-                                ? n * esize * c.communicator->rankCount
-                                : n * esize;
+                                ? c.size * esize * c.communicator->rankCount
+                                : c.size * esize;
       core::trace::collective(
           traceId, sent,
           format("%s: %s %s x %zu", c.communicator->label.c_str(),
-                 core::collectiveOpName(c.collective), elementTypeName(c.elementType), n));
+                 core::collectiveOpName(c.collective), elementTypeName(c.elementType), c.size));
     }
-    if (r != ncclSuccess && r != ncclInProgress)
-      st = ncclStatus(lib, r, api, comm)
-               .context(
-                   format("%s on %s", core::collectiveOpName(c.collective), queueLabel.c_str()));
-  }
-  // Always closed, also after a failed call: the group must end on this thread.
-  ncclResult_t r = BATON_NCCL(lib, ncclGroupEnd);
-  if (st.ok() && r != ncclSuccess && r != ncclInProgress) st = ncclStatus(lib, r, "ncclGroupEnd");
-  // Non-blocking communicators: each must leave ncclInProgress before the next call on it and
-  // before anything is recorded behind its work on the stream. One that does not, or reports an
-  // error, is unusable: it fails (its earlier submissions too) once the locks are let go.
-  std::vector<std::pair<StreamCommunicator*, std::string>> broken;
-  for (StreamCommunicator* c : comms) {
-    ncclResult_t state = settle(lib, c->comm(), c->deadline());
-    if (state == ncclSuccess) continue;
-    // In progress past the timeout: NCCL sets up a communicator's connections at its first
-    // collectives, which needs every peer's part: one that never comes leaves the enqueue itself
-    // unfinished (seen on the H100s; a stuck kernel comes only once connections exist). Then no
-    // operation reached the stream, and ncclCommRevoke is not tried (it did not return there):
-    // destroy() aborts the communicator.
-    if (state == ncclInProgress) c->markEnqueueStuck();
-    broken.emplace_back(
-        c, state == ncclInProgress
-               ? format("no progress for %llu ms: the library did not finish enqueueing a "
-                        "collective (a peer never connected: a rank died, stalled, or did not "
-                        "submit its part)",
-                        static_cast<unsigned long long>(ms(c->timeoutNs)))
-               : ncclResultText(lib, state));
-    if (st.ok())
-      st = error(Result::ErrorSemaphoreFailed, "%s: %s", c->label.c_str(),
-                 broken.back().second.c_str());
-  }
+  // Each communicator must leave ncclInProgress (non-blocking calls; a blocking communicator
+  // answers at once) before the next call on it and before anything is recorded behind its work
+  // on the stream. One that does not, or reports an error, is unusable.
+  if (broken.empty())
+    for (StreamCommunicator* c : comms) {
+      ncclResult_t state = settle(lib, c->callComm(), c->deadline());
+      if (state == ncclSuccess) continue;
+      // In progress past the timeout: as above, for the library's own thread (non-blocking).
+      if (state == ncclInProgress) c->markEnqueueStuck();
+      broken.emplace_back(
+          c, state == ncclInProgress
+                 ? format("no progress for %llu ms: the library did not finish enqueueing a "
+                          "collective (a peer never connected: a rank died, stalled, or did not "
+                          "submit its part)",
+                          static_cast<unsigned long long>(ms(c->timeoutNs)))
+                 : ncclResultText(lib, state));
+      if (st.ok())
+        st = error(Result::ErrorSemaphoreFailed, "%s: %s", c->label.c_str(),
+                   broken.back().second.c_str());
+    }
   for (size_t i = 0; i < comms.size(); ++i) {
     Status rs = d.eventRecord(tickets[i]->end, stream);
     if (!rs.ok() && st.ok()) st = rs;

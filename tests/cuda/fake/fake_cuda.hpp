@@ -373,7 +373,7 @@ void revoke(Rank& rank);
 // Groups (nccl_collectives.cpp): inside ncclGroupStart/End on this thread; a creation call inside
 // a group leaves its wait (or its progress report) to ncclGroupEnd.
 bool inGroup();
-void deferToGroup(const std::shared_ptr<Rank>& state);
+void deferToGroup(const std::shared_ptr<Rank>& state, bool callBlocks);
 
 // The arithmetic (nccl_reduce.cpp). Enumerators in the order of nccl_collectives.cpp's Call.
 enum class Collective { AllReduce, Broadcast, Reduce, AllGather, ReduceScatter, AlltoAll };

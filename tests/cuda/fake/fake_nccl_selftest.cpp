@@ -638,6 +638,49 @@ TEST_F(FakeNcclTest, NonBlockingInitAndCallsArePolled) {
   destroy(comms);
 }
 
+// What baton does: a non-blocking communicator split into a blocking one. The split is a call
+// of the (non-blocking) parent: it reports progress; the new communicator blocks, as its config
+// asks: its collective calls return ncclSuccess.
+TEST_F(FakeNcclTest, NonBlockingParentSplitsIntoABlockingCommunicator) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = nonBlocking();
+  std::vector<ncclComm_t> comms(2), next(2);
+  std::vector<CUstream> s = streams(2);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    use(r);
+    ASSERT_EQ(ncclCommInitRankConfig(&comms[r], 2, id, r, &config), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclInProgress);
+  for (ncclComm_t c : comms) ASSERT_EQ(settle(c), ncclSuccess);
+  ncclConfig_t blocking = NCCL_CONFIG_INITIALIZER;
+  blocking.blocking = 1;
+  EXPECT_EQ(ncclCommSplit(comms[0], 0, 0, &next[0], &blocking), ncclInProgress);
+  ncclResult_t state = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comms[0], &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInProgress) << "rank 1 has not called split yet";
+  EXPECT_EQ(ncclCommSplit(comms[1], 0, 1, &next[1], &blocking), ncclInProgress);
+  for (ncclComm_t c : comms) EXPECT_EQ(settle(c), ncclSuccess);
+  for (ncclComm_t c : next) EXPECT_EQ(settle(c), ncclSuccess);
+  int32_t* a = alloc<int32_t>(1, 1);
+  int32_t* b = alloc<int32_t>(1, 2);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(a, a, 1, ncclInt32, ncclSum, next[0], s[0]), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(b, b, 1, ncclInt32, ncclSum, next[1], s[1]), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << "blocking: no progress to poll";
+  sync(s[0]);
+  sync(s[1]);
+  EXPECT_EQ(*a, 3);
+  EXPECT_EQ(*b, 3);
+  destroy(next);
+  for (ncclComm_t c : comms) {
+    EXPECT_EQ(ncclCommFinalize(c), ncclInProgress);
+    EXPECT_EQ(settle(c), ncclSuccess);
+  }
+  destroy(comms);
+}
+
 // A rank that never arrives leaves the others in progress for ever.
 TEST_F(FakeNcclTest, RankThatNeverArrivesStaysInProgress) {
   ncclUniqueId id;
@@ -734,13 +777,19 @@ TEST_F(FakeNcclTest, ShrinkExcludesARankThatNeverCalls) {
   int excluded[] = {2};
   ncclConfig_t config = nonBlocking();
   std::vector<ncclComm_t> next(2);
+  // The parents block (ncclCommInitAll): so does their shrink, as a call of the parent, until
+  // both survivors called; the new communicators are non-blocking, as the config asks.
+  ncclResult_t other = ncclInternalError;
+  std::thread second([&] {
+    std::this_thread::sleep_for(20ms);
+    other = ncclCommShrink(comms[1], excluded, 1, &next[1], &config, NCCL_SHRINK_ABORT);
+  });
+  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(ncclCommShrink(comms[0], excluded, 1, &next[0], &config, NCCL_SHRINK_ABORT),
-            ncclInProgress);
-  ncclResult_t state = ncclSuccess;
-  EXPECT_EQ(ncclCommGetAsyncError(next[0], &state), ncclSuccess);
-  EXPECT_EQ(state, ncclInProgress) << "rank 1 has not called shrink yet";
-  EXPECT_EQ(ncclCommShrink(comms[1], excluded, 1, &next[1], &config, NCCL_SHRINK_ABORT),
-            ncclInProgress);
+            ncclSuccess);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 15ms) << "it waited for rank 1's call";
+  second.join();
+  EXPECT_EQ(other, ncclSuccess);
   for (ncclComm_t c : next) EXPECT_EQ(settle(c), ncclSuccess);
   sync(s[0]);
   sync(s[1]);

@@ -222,13 +222,15 @@ ncclResult_t readConfig(const ncclConfig_t* config, bool fallback, bool* blockin
 }
 
 // After a rank arrived at a creation rendezvous: a blocking call waits (at ncclGroupEnd inside a
-// group), a non-blocking one reports progress.
-ncclResult_t afterArrival(const std::shared_ptr<Rank>& state) {
+// group), a non-blocking one reports progress. An init call blocks as its new communicator does;
+// a split or shrink as its parent does (NCCL runs it as a call of the parent), whatever the
+// config asks of the new one (`callBlocks`).
+ncclResult_t afterArrival(const std::shared_ptr<Rank>& state, bool callBlocks) {
   if (inGroup()) {
-    deferToGroup(state);
+    deferToGroup(state, callBlocks);
     return ncclSuccess;
   }
-  if (!state->blocking) return ncclInProgress;
+  if (!callBlocks) return ncclInProgress;
   waitReady({state});
   return ncclSuccess;
 }
@@ -408,7 +410,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   auto state = std::make_shared<Rank>(device, blocking);
   if (ncclResult_t e = arriveInit(commId, nranks, rank, state, api)) return e;
   *comm = newHandle(state);
-  return afterArrival(state);
+  return afterArrival(state, blocking);
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
@@ -465,12 +467,12 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   a.device = parent->device;
   a.color = color;
   a.key = key;
-  a.parentBusy = !blocking;
+  a.parentBusy = !parent->blocking;
   ncclResult_t error = ncclSuccess;
   arriveChild(Kind::Split, *parent, std::move(a), {}, &error, api);
   if (error) return error;
   if (color != NCCL_SPLIT_NOCOLOR) *newcomm = newHandle(state);
-  return afterArrival(state);
+  return afterArrival(state, parent->blocking);
 }
 
 // Every surviving rank calls it with the same list; survivors are renumbered in parent order.
@@ -502,12 +504,12 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   a.parent = parent;
   a.rank = parent->rank;
   a.device = parent->device;
-  a.parentBusy = !blocking;
+  a.parentBusy = !parent->blocking;
   ncclResult_t error = ncclSuccess;
   arriveChild(Kind::Shrink, *parent, std::move(a), excluded, &error, api);
   if (error) return error;
   *newcomm = newHandle(state);
-  return afterArrival(state);
+  return afterArrival(state, parent->blocking);
 }
 
 // ---- state -------------------------------------------------------------------------------------

@@ -393,8 +393,8 @@ ncclResult_t submit(ncclComm_t comm, cudaStream_t stream, Item it) {
 
 bool inGroup() { return tGroupDepth > 0; }
 
-void deferToGroup(const std::shared_ptr<Rank>& state) {
-  if (state->blocking)
+void deferToGroup(const std::shared_ptr<Rank>& state, bool callBlocks) {
+  if (callBlocks)
     tGroup->blockingInits.push_back(state);
   else
     tGroup->nonBlocking = true;
