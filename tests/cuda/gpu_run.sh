@@ -117,6 +117,8 @@ if has collectives; then
   collective_run cuda-nccl-2.28.3 '*/cuda:CollectivesOnTheHost.*' "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
   [ -e "$TORCH_NCCL" ] && collective_run cuda-nccl-2.28.9 '*/cuda' BATON_NCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
   collective_run hip-over-cuda '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=hip
+  # Non-blocking communicators only (BATON_NCCL_BLOCKING_CALLS=0), with 2.28.3.
+  collective_run cuda-nonblocking '*/cuda' BATON_NCCL_BLOCKING_CALLS=0 "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
 fi
 # The multi-process runs (tests/collectives/multiprocess.py): one rank per process and GPU, the id
 # through a file; over NVLink/P2P and over sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, as
@@ -134,9 +136,12 @@ if has multiprocess; then
   mp_run ops-sockets 120 ops --ranks 2 --sockets
   mp_run ops-hip 120 ops --ranks 2 --backend hip --env BATON_RCCL_LIBRARY="$TORCH_NCCL"
   mp_run pipeline 120 pipeline --ranks 2
-  mp_run kill-nvlink-2.28.3 ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS:-20} --timeout-ms 2000 --quiet
-  mp_run kill-nvlink-2.28.9 ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" --quiet
+  # KILL_RANKS: the ranks of the NVLink trials (4 on nvidia-h100-x4: 3 survivors shrink).
+  mp_run kill-nvlink-2.28.3 ${KILL_LIMIT:-200} kill --ranks ${KILL_RANKS:-2} --trials ${KILL_TRIALS:-20} --timeout-ms 2000 --quiet
+  mp_run kill-nvlink-2.28.9 ${KILL_LIMIT:-200} kill --ranks ${KILL_RANKS:-2} --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" --quiet
   mp_run kill-sockets ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --sockets --quiet
+  # The same on non-blocking communicators only (the design before blocking calls).
+  [ "${KILL_NONBLOCKING:-0}" = 1 ] && mp_run kill-nvlink-nonblocking ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_BLOCKING_CALLS=0 --quiet
 fi
 # bench/collectives: allReduce bandwidth and latency, the training-step pipeline, against raw NCCL
 # on raw streams and events in the same run; CUDA, then HIP names through the translation library.
