@@ -28,9 +28,10 @@
 //              "alone" figures measured on the raw side in the same run.
 //
 // What the comparison includes on baton's side (impl/stream/collectives.hpp): collectives are
-// issued by each device's issuing thread, never by the submitting thread, on non-blocking
-// communicators, with events around each group for the no-progress watch; a submission with
-// collectives publishes its signals from the host once its work completed.
+// issued for each device by its caller thread (the issuing thread hands each group over and waits),
+// never by the submitting thread, on blocking communicators split from non-blocking ones, with
+// events around each group for the no-progress watch; a submission with collectives publishes its
+// signals from the host once its work completed.
 //
 // The compute kernel is PTX (tests/cuda/ptx_kernels.hpp), loaded per device with cuModuleLoadData.
 // Where the driver cannot run kernels (the tests' emulated driver), it is a cuMemsetD32Async of
@@ -532,9 +533,10 @@ void printHeader() {
               env.batonNccl.library, env.batonNccl.canRevoke ? ", revoke" : "");
   std::printf("NCCL_NVLS_ENABLE=%s\n", std::getenv("NCCL_NVLS_ENABLE"));
   const char* blocking = std::getenv("NCCL_COMM_BLOCKING");
-  std::printf("raw communicators: %s\n", blocking && std::string(blocking) == "0"
-                                             ? "non-blocking (NCCL_COMM_BLOCKING=0), as baton's"
-                                             : "blocking (baton's are non-blocking)");
+  std::printf("raw communicators: %s\n",
+              blocking && std::string(blocking) == "0"
+                  ? "non-blocking (NCCL_COMM_BLOCKING=0), as baton's"
+                  : "blocking (baton's calls: blocking too, unless BATON_NCCL_BLOCKING_CALLS=0)");
   if (!env.kernels)
     std::printf(
         "emulated: this driver cannot run kernels; the compute is a memset and the figures have "

@@ -115,8 +115,7 @@ ncclResult_t issueCall(const CollectiveLibrary& lib, const CallArgs& c, cudaStre
       return BATON_NCCL(lib, ncclAllGather, c.src, c.dst, c.count, c.type, c.comm, s);
     case core::CollectiveOp::ReduceScatter:
       *api = "ncclReduceScatter";
-      return BATON_NCCL(lib, ncclReduceScatter, c.src, c.dst, c.count, c.type, c.reduce, c.comm,
-                        s);
+      return BATON_NCCL(lib, ncclReduceScatter, c.src, c.dst, c.count, c.type, c.reduce, c.comm, s);
     case core::CollectiveOp::AllToAll: {
       if (lib.sym.ncclAlltoAll) {
         *api = "ncclAlltoAll";
@@ -671,9 +670,9 @@ class StreamCommunicator final : public core::CommunicatorImpl {
       ncclResult_t r = BATON_NCCL(lib, ncclCommAbort, calls_);
       calls_ = nullptr;
       if (r != ncclSuccess)
-        core::message(device->instance(), MessageSeverity::Warning,
-                      label + ": ncclCommAbort of its failed collectives: " +
-                          ncclResultText(lib, r));
+        core::message(
+            device->instance(), MessageSeverity::Warning,
+            label + ": ncclCommAbort of its failed collectives: " + ncclResultText(lib, r));
       return;
     }
     if (!lib.sym.ncclCommRevoke || gRevokeDisabled.load(std::memory_order_relaxed)) return;
@@ -1026,7 +1025,8 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
     a.op = c.collective;
     a.src = c.src ? reinterpret_cast<const void*>(c.src->allocation.deviceAddress + c.srcOffset)
                   : nullptr;
-    a.dst = c.dst ? reinterpret_cast<void*>(c.dst->allocation.deviceAddress + c.dstOffset) : nullptr;
+    a.dst =
+        c.dst ? reinterpret_cast<void*>(c.dst->allocation.deviceAddress + c.dstOffset) : nullptr;
     a.count = c.size;
     a.type = ncclType(c.elementType);
     a.reduce = ncclOp(c.reduceOp);

@@ -8,19 +8,26 @@
 //     dead peer stalls, then ended by ncclCommRevoke or an abort, completes its event without its
 //     data, and a GPU-side waiter would run on that;
 //   - each run of consecutive collective commands of one command list is one library group,
-//     issued by the device's issuing thread (never directly by a submitting thread: with several
+//     issued for the device's issuing thread (never directly by a submitting thread: with several
 //     ranks in one process, a thread that issued rank 0's first collective could wait in the
 //     library's connection set-up for rank 1's, which that same thread would issue next), with an
 //     event recorded before and after it on the stream for each of its communicators (a Ticket:
 //     the watch measures progress between them);
+//   - the calls go to a blocking library communicator split from the non-blocking one at creation
+//     (NCCL runs a non-blocking group from a thread it creates for it: ~60 µs more per group on
+//     2×H200), made by the device's caller thread (collectives.cpp: Caller), which the issuing
+//     thread waits for up to the communicator's timeout, so that a call waiting in the library for
+//     a peer that never comes holds neither the device's queues nor the application;
+//     BATON_NCCL_BLOCKING_CALLS=0 keeps every call on the non-blocking communicator;
 //   - a CollectiveClaim decides its signals: the record's owner takes it before publishing or
 //     failing them; the watch, on a failure, fails them first unless the owner took it.
 // The watch (one thread per process, while collectives are in flight) polls each communicator
 // with tickets: ncclCommGetAsyncError, and whether its oldest started collective made progress
 // within the communicator's timeout. On an error or a stall the communicator fails: its tickets'
 // claims fail their submissions' signals (with a reason naming the communicator, the rank and the
-// error), then ncclCommRevoke ends the stuck operations where the library has it (the queue moves
-// on, and the communicator stays usable for shrink); without it they stay stuck until the
+// error), then the stuck operations end: the blocking communicator of the calls is aborted (any
+// library; the queue moves on, and the non-blocking one stays for shrink). With non-blocking calls
+// only, ncclCommRevoke ends them where the library has it; without it they stay stuck until the
 // application shrinks (NCCL_SHRINK_ABORT) or destroys (abort) the communicator.
 #pragma once
 

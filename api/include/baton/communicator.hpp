@@ -18,6 +18,15 @@
 /// collectives (recording or submitting one returns ErrorInvalidState); shrink() makes a new one
 /// without the dead ranks, destroy() ends it. See the guide's "Collectives" section for what the
 /// queue does while the stuck operations end.
+///
+/// **Two library communicators per rank.** Each Communicator holds a non-blocking library
+/// communicator (made, split and shrunk with the timeout, never used for a collective) and a
+/// blocking one split from it, to which the collective calls go (a non-blocking group costs
+/// ~60 µs more on 2×H200: NCCL launches it from a thread of its own). When the communicator fails,
+/// the blocking one is aborted at once (with any library version: the queue moves on); shrink and
+/// split work on the non-blocking one. The environment variable BATON_NCCL_BLOCKING_CALLS=0 makes
+/// every call go to the non-blocking communicator instead (as before; then the stuck operations
+/// end by ncclCommRevoke where the library has it, else only at shrink or destroy).
 #pragma once
 
 #include <cstddef>

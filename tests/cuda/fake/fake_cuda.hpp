@@ -111,9 +111,10 @@
 // ncclBcast, ncclReduce, ncclAllGather, ncclReduceScatter, ncclAlltoAll, ncclSend, ncclRecv; for
 // tests, batonFakeNcclStats (BatonFakeNcclStats below; BATON_FAKE_CUDA_STATS=1 prints it too) and
 // `int batonFakeNcclInjectAsyncError(ncclComm_t, int ncclResult)` (0 on success, -1 for a handle
-// that is not live; a null handle injects into every live communicator, -1 when there is none). Followed: the NCCL user guide (docs.nvidia.com/deeplearning/nccl/user-guide:
-// "Communicator Creation and Management Functions", "Collective Operations", "Group Calls",
-// "Point-To-Point Communication", "Fault Tolerance") and nccl.h's comments.
+// that is not live; a null handle injects into every live communicator, -1 when there is none).
+// Followed: the NCCL user guide (docs.nvidia.com/deeplearning/nccl/user-guide: "Communicator
+// Creation and Management Functions", "Collective Operations", "Group Calls", "Point-To-Point
+// Communication", "Fault Tolerance") and nccl.h's comments.
 //  N1. A rank is a communicator of an emulated device: the device of the context current on the
 //      calling thread at init (none: ncclInvalidUsage). The ranks of one unique id (its 128
 //      bytes) meet in a rendezvous that completes when all nranks arrived. Refused at arrival,
@@ -340,18 +341,18 @@ uint64_t cliqueId(const Clique& clique);
 // handle after destroy or abort).
 struct Rank {
   Rank(int device_, bool blocking_) : device(device_), blocking(blocking_) {}
-  const int device;    // the ordinal of the context current at init (a split's: the parent's)
-  const bool blocking; // config->blocking != 0
+  const int device;     // the ordinal of the context current at init (a split's: the parent's)
+  const bool blocking;  // config->blocking != 0
   // Set once the creation rendezvous completed, after clique, rank and nranks (release).
   std::atomic<bool> ready{false};
   // Revoked or aborted: set with the clique's mutex held, so that waiting ops see it.
   std::atomic<bool> revoked{false};
   std::shared_ptr<Clique> clique;
   int rank = -1, nranks = 0;
-  std::mutex mutex;  // guards what follows
-  std::condition_variable idle;  // opsFinished grew (ncclCommFinalize)
+  std::mutex mutex;                     // guards what follows
+  std::condition_variable idle;         // opsFinished grew (ncclCommFinalize)
   ncclResult_t injected = ncclSuccess;  // batonFakeNcclInjectAsyncError
-  int pollsInProgress = 0;    // ncclCommGetAsyncError polls still answered ncclInProgress
+  int pollsInProgress = 0;              // ncclCommGetAsyncError polls still answered ncclInProgress
   int gatheringsPending = 0;  // non-blocking splits and shrinks of this parent not complete
   bool finalizing = false;
   uint64_t collectives = 0, splits = 0, shrinks = 0;  // sequence numbers issued
