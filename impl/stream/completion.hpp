@@ -128,7 +128,7 @@ class Completion {
           letGo();
           break;
         case Next::kSleep: {
-          Status err = sleepOnOldest(next.event, next.seq, next.spinNs);
+          Status err = sleepOnOldest(next.event, next.seq);
           letGo();
           if (err.isError()) lose(err);
           break;
@@ -215,7 +215,6 @@ class Completion {
     HostCalls* calls = nullptr;  // kAwaitHostCalls: the first urgent record's (holding_)
     void* event = nullptr;       // kSleep: the oldest record's event (holding_)
     uint64_t seq = 0;            // kSleep: the oldest record's Record::seq
-    uint64_t spinNs = 0;         // kSleep: how long to spin on it first (after progress)
     Status error;                // kLost: the driver's error
   };
 
@@ -259,10 +258,6 @@ class Completion {
       next.kind = Next::kSleep;
       next.event = inflight_.front().timepoint->event();
       next.seq = inflight_.front().seq;
-      // Only this thread publishes a collective's signals (collectives.hpp): its waiters wait
-      // for this thread's look, not for the event. A small collective completes some tens of
-      // microseconds after its issue: watched that long, it is seen at once.
-      next.spinNs = inflight_.front().collectives ? kCollectiveSpinNs : kCompletionSpinNs;
       return next;
     }
     if (n) {
@@ -456,9 +451,9 @@ class Completion {
   // or a poll after a short backoff sleep. Returns NotReady when it woke without completion.
   // Without mutex_: `event` and `seq` are the oldest record's, which stays in flight while
   // holding_.
-  Status sleepOnOldest(void* event, uint64_t seq, uint64_t spinNs) {
+  Status sleepOnOldest(void* event, uint64_t seq) {
     // Spin only after progress, not at every poll of a long wait.
-    const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? spinNs : 0);
+    const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? kCompletionSpinNs : 0);
     for (;;) {
       Status s = d_.eventQuery(event);
       if (s.code() != Result::NotReady) return s;

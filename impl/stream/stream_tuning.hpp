@@ -35,11 +35,6 @@ constexpr uint64_t kHostWaitSpinYieldAfterNs = 5'000;
 // catches back-to-back small submissions without a sleep/wake per record, and bounds what a
 // queue that is always busy with long work burns.
 constexpr uint64_t kCompletionSpinNs = 10'000;
-// ... and this long on a record with collectives, whose signals only it publishes (host waiters
-// cannot wait on the event: collectives.hpp). On 2×H200, an 8-byte all-reduce completed ~25 µs
-// after its issue; the thread's sleep after a 10 µs spin (in the driver, or a 20-50 µs poll)
-// cost the host waiter most of the ~9 µs it lost to raw NCCL.
-constexpr uint64_t kCollectiveSpinNs = 100'000;
 // Its queries during that spin are this far apart: the driver serialises a query of an event
 // with other threads' calls that use the same event, and the event a completion thread watches
 // is what other queues' issuing threads wait for. On the H100, a second thread querying the
