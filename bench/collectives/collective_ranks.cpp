@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "ptx_kernels.hpp"
 
@@ -154,6 +155,15 @@ void setupRanks(baton::BackendKind backend) {
     baton::DeviceCreateInfo info;
     info.queueCount = 2;
     BATON_OK(env.instance.createDevice(mine[i], info, &r.device));
+    // BATON_BENCH_HOST_WAIT_SPIN=<ns>: the devices' host-wait spin (Device::setHostWaitSpin;
+    // 50 us otherwise; "forever" for kHostWaitSpinForever, as the raw side's cuEventSynchronize
+    // spins with the context's default scheduling).
+    if (const char* spin = std::getenv("BATON_BENCH_HOST_WAIT_SPIN")) {
+      const uint64_t ns = std::string(spin) == "forever" ? baton::kHostWaitSpinForever
+                                                         : std::strtoull(spin, nullptr, 10);
+      BATON_OK(r.device.setHostWaitSpin(ns));
+      if (i == 0) std::printf("host-wait spin: %s ns (BATON_BENCH_HOST_WAIT_SPIN)\n", spin);
+    }
     BATON_OK(r.device.getQueue(0, &r.compute));
     BATON_OK(r.device.getQueue(1, &r.comm));
     devices.push_back(r.device);

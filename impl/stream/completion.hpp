@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -128,7 +129,7 @@ class Completion {
           letGo();
           break;
         case Next::kSleep: {
-          Status err = sleepOnOldest(next.event, next.seq);
+          Status err = sleepOnOldest(next.event, next.seq, next.spinNs);
           letGo();
           if (err.isError()) lose(err);
           break;
@@ -215,6 +216,7 @@ class Completion {
     HostCalls* calls = nullptr;  // kAwaitHostCalls: the first urgent record's (holding_)
     void* event = nullptr;       // kSleep: the oldest record's event (holding_)
     uint64_t seq = 0;            // kSleep: the oldest record's Record::seq
+    uint64_t spinNs = 0;         // kSleep: how long to spin on it first (after progress)
     Status error;                // kLost: the driver's error
   };
 
@@ -258,6 +260,13 @@ class Completion {
       next.kind = Next::kSleep;
       next.event = inflight_.front().timepoint->event();
       next.seq = inflight_.front().seq;
+      // A collective's signals are published by this thread only (collectives.hpp): their host
+      // waiters cannot spin on its event, so this thread spins for them, as long as the device's
+      // host waits do (Device::setHostWaitSpin), at least kCompletionSpinNs.
+      next.spinNs = kCompletionSpinNs;
+      if (inflight_.front().collectives)
+        next.spinNs =
+            std::max(kCompletionSpinNs, q_->device->hostWaitSpinNs.load(std::memory_order_relaxed));
       return next;
     }
     if (n) {
@@ -451,18 +460,29 @@ class Completion {
   // or a poll after a short backoff sleep. Returns NotReady when it woke without completion.
   // Without mutex_: `event` and `seq` are the oldest record's, which stays in flight while
   // holding_.
-  Status sleepOnOldest(void* event, uint64_t seq) {
-    // Spin only after progress, not at every poll of a long wait.
-    const uint64_t spinEnd = core::nowNs() + (pollNs_ == kPollMinNs ? kCompletionSpinNs : 0);
+  Status sleepOnOldest(void* event, uint64_t seq, uint64_t spinNs) {
+    // Spin only after progress, not at every poll of a long wait; past kCompletionLongSpinNs
+    // (a spin told to last as long as the wait), the thread looks at its inbox and comes back
+    // (NotReady without sleeping), and yields its core between queries.
+    const uint64_t start = core::nowNs();
+    const uint64_t spin = pollNs_ == kPollMinNs ? std::min(spinNs, kCompletionLongSpinNs) : 0;
+    const bool yield = spinNs > kHostWaitSpinNs;
     for (;;) {
       Status s = d_.eventQuery(event);
       if (s.code() != Result::NotReady) return s;
       uint64_t now = core::nowNs();
-      if (now >= spinEnd) break;
+      if (now - start >= spin) break;
       // Not back to back: see kCompletionQueryGapNs.
       const uint64_t next = now + kCompletionQueryGapNs;
-      while (core::nowNs() < next) core::cpuRelax();
+      while (core::nowNs() < next) {
+        if (yield && now - start >= kHostWaitSpinYieldAfterNs)
+          std::this_thread::yield();
+        else
+          core::cpuRelax();
+      }
     }
+    if (spinNs > kCompletionLongSpinNs && pollNs_ == kPollMinNs)
+      return Status(Result::NotReady);  // spins on at the next look
     if (q_->device->config.blockingSyncEvents) return d_.eventSynchronize(event);
     // A plain event cannot be slept on (eventSynchronize spins on it with the context's default
     // scheduling). When the oldest record is the last work enqueued on the stream, a

@@ -35,6 +35,9 @@ constexpr uint64_t kHostWaitSpinYieldAfterNs = 5'000;
 // catches back-to-back small submissions without a sleep/wake per record, and bounds what a
 // queue that is always busy with long work burns.
 constexpr uint64_t kCompletionSpinNs = 10'000;
+// On a record with collectives the thread spins as long as the device's host waits do
+// (Completion::look), in stretches of at most this long between looks at its inbox.
+constexpr uint64_t kCompletionLongSpinNs = 2'000'000;
 // Its queries during that spin are this far apart: the driver serialises a query of an event
 // with other threads' calls that use the same event, and the event a completion thread watches
 // is what other queues' issuing threads wait for. On the H100, a second thread querying the
