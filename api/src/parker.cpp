@@ -52,6 +52,18 @@ bool Parker::park(Deadline deadline) noexcept {
   return parkWithoutSpin(deadline);
 }
 
+bool Parker::park(Deadline deadline, uint64_t spinNs) noexcept {
+  const uint64_t start = nowNs();
+  for (int i = 0;; ++i) {
+    uint32_t expected = kNotified;
+    if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
+    if (deadline.expired()) break;
+    if (i >= kSpinPolls && nowNs() - start >= spinNs) break;
+    sched_yield();
+  }
+  return parkWithoutSpin(deadline);
+}
+
 bool Parker::parkWithoutSpin(Deadline deadline) noexcept {
   for (;;) {
     uint32_t s = state_.load(std::memory_order_acquire);

@@ -20,6 +20,10 @@ class Parker {
   // when set; callers re-check their condition anyway, since a late unpark meant for an earlier
   // wait can leave a token behind.
   bool park(Deadline deadline) noexcept;
+  // As park, polling (yielding the CPU between polls) for at least `spinNs` before it sleeps: for
+  // a host wait whose wake-up comes from another host thread within microseconds (a value that
+  // only a completion thread publishes), where the futex sleep and wake-up would cost more.
+  bool park(Deadline deadline, uint64_t spinNs) noexcept;
   // As park, without the polls before the sleep: for a thread that parks for milliseconds while
   // nothing is expected sooner (a completion thread's lazy park), whose polls only cost the CPU
   // (on the H100, sched_yield was 17% of a lazily parking completion thread's samples).

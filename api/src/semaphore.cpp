@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "baton/device.hpp"  // kHostWaitSpinDefaultNs
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "parker.hpp"
@@ -360,7 +361,13 @@ Status waitUntraced(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline
         backoffNs = std::min<uint64_t>(backoffNs * 2, 1000000);
         refreshed = true;  // query the recorded signals on the next pass
       }
-      waiter.parker.park(until);
+      // Nothing to spin on: a value another host thread publishes (the host backend, host calls,
+      // collectives: see impl/stream/collectives.hpp), often microseconds away. Polled as long as
+      // a stream backend's host wait spins on its event by default, then a sleep.
+      if (covered.empty())
+        waiter.parker.park(until, kHostWaitSpinDefaultNs);
+      else
+        waiter.parker.park(until);
     }
     for (size_t i = 0; i < linked; ++i) entries[pending[i]].semaphore->unlink(nodes[i]);
     // A wake deferred past a semaphore's lock may still land after this reset; the next park

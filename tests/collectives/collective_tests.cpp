@@ -375,6 +375,9 @@ class CollectiveFailure : public CollectiveTest {
 
 TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMovesOn) {
   makeRanks(2, 300 * kMs);
+  // For the check that the device stays usable, made before the stall: with a collective stuck
+  // on the GPU (non-blocking calls, no ncclCommRevoke) a device allocation may wait for it.
+  Buffer other = deviceBuffer(0, 16);
   Stalled s = stallAllReduce(1);
   // Behind the stuck collective on the same queue: no collective, no wait on it.
   Semaphore after = semaphore("after"), dependent = semaphore("dependent");
@@ -413,7 +416,6 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
   }
   // The device stays usable: a copy on its other queue runs.
   // (Another buffer: nothing orders this queue's work after the stuck collective's use of its.)
-  Buffer other = deviceBuffer(0, 16);
   runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(other, 0, 16, 1); });
   (void)s.done[1];
 }
@@ -422,6 +424,7 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
 // makes its connections then), and the timeout fails it just the same.
 TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeout) {
   makeRanks(2, 300 * kMs);
+  Buffer other = deviceBuffer(0, 16);  // before the stall (see the test above)
   Stalled s = stallAllReduce(1, /*warm=*/false);
   const auto start = Clock::now();
   EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
@@ -432,7 +435,6 @@ TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeo
   EXPECT_EQ(state, CommunicatorState::Failed);
   // The device goes on; destroying the communicators (at the end) must not hang.
   // (Another buffer: nothing orders this queue's work after the stuck collective's use of its.)
-  Buffer other = deviceBuffer(0, 16);
   runAndWait(0, [&](CommandBuffer c) { return c.fillBuffer(other, 0, 16, 1); });
 }
 
