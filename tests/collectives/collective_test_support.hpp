@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -22,6 +23,13 @@ using namespace baton;
 // ---- the fixture ------------------------------------------------------------------------------
 
 // One rank of the process's group: its device, a queue per use, and its communicator.
+// BATON_TEST_PROGRESS=1: the tests say on stderr where they are (for a run that hangs on a GPU
+// machine without a debugger, whose output ends at the last line printed).
+inline void progress(const char* where) {
+  static const bool on = std::getenv("BATON_TEST_PROGRESS") != nullptr;
+  if (on) std::fprintf(stderr, "[progress] %s\n", where);
+}
+
 struct Rank {
   UniqueDevice device;
   Queue compute, comm;  // queue 0 and queue 1
@@ -33,6 +41,14 @@ struct Rank {
 // BATON_TEST_REQUIRE_COLLECTIVES=1 (the registrations on the fake driver set it).
 class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
  protected:
+  // The communicators go first, as an application's should: with non-blocking calls on a library
+  // without ncclCommRevoke, a collective stuck on the GPU ends only at their abort, and freeing
+  // memory on that device (cuMemFree synchronizes the device) would wait for it.
+  void TearDown() override {
+    progress("TearDown");
+    for (Rank& r : ranks_) r.communicator.reset();
+    progress("TearDown: communicators destroyed");
+  }
   void SetUp() override {
     ASSERT_OK(createInstance(sink_.instanceInfo(), instance_.put()));
     const BackendKind kind = GetParam();

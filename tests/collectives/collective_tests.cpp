@@ -379,6 +379,7 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
   // on the GPU (non-blocking calls, no ncclCommRevoke) a device allocation may wait for it.
   Buffer other = deviceBuffer(0, 16);
   Stalled s = stallAllReduce(1);
+  progress("NoProgress: the stall is in place");
   // Behind the stuck collective on the same queue: no collective, no wait on it.
   Semaphore after = semaphore("after"), dependent = semaphore("dependent");
   ASSERT_OK(submit(0, [&](CommandBuffer cb) { return cb.fillBuffer(s.buf[0], 0, 16, 7); }, {},
@@ -389,6 +390,7 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
       {{dependent, 1}}, ranks_[0].compute));
   const auto start = Clock::now();
   EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  progress("NoProgress: the waiter returned");
   const double took = secondsSince(start);
   const std::string reason = lastErrorMessage();
   EXPECT_LT(took, 0.3 + 1.0) << "waiters return within the timeout plus 1 s";
