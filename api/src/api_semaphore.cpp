@@ -14,8 +14,11 @@ Status waitEntries(const core::Instance* instance, Span<const SemaphoreValue> wa
                    uint64_t timeoutNs);
 }
 
-// How long Semaphore::destroy lets finished work drop its references (see there).
-constexpr uint64_t kReleaseGraceNs = 10'000'000;
+// How long Semaphore::destroy lets finished work drop its references (see there). Only spent when
+// references remain. 10 ms was short on a loaded machine: in CI (2 cores, tests in parallel) the
+// fault sweep once destroyed a semaphore of a lost device's work before that device's completion
+// thread, asked to look at once, had failed and dropped its records.
+constexpr uint64_t kReleaseGraceNs = 100'000'000;
 
 static Ref<core::Semaphore> findSemaphore(uint64_t h, Status* st) {
   return find<core::Semaphore>(h, ObjectType::Semaphore, "semaphore", st);

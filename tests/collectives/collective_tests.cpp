@@ -5,6 +5,7 @@
 // Runs on every stream backend present with two or more devices: in CI on the fake driver's NCCL
 // emulation (tests/cuda/fake/nccl.cpp) under CUDA and HIP names; on GPU machines on NCCL.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -443,8 +444,9 @@ TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeo
 // The timeline trace: a collective is a slice inside its submission's on the queue's track (with
 // what and how many bytes), a communicator failure an instant with its reason.
 TEST_P(CollectiveFailure, TheTraceShowsCollectivesAndTheFailure) {
-  const std::string path =
-      ::testing::TempDir() + "collectives-trace-" + backendName(GetParam()) + ".json";
+  // The process id in the name: meson runs this binary in several tests at once.
+  const std::string path = ::testing::TempDir() + "collectives-trace-" + backendName(GetParam()) +
+                           "-" + std::to_string(getpid()) + ".json";
   ASSERT_TRUE(baton::core::trace::start(path));
   makeRanks(2, 300 * kMs);
   Stalled s = stallAllReduce(1);  // a warm-up allReduce on both ranks, then the stall
