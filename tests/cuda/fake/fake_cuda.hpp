@@ -371,6 +371,9 @@ void waitReady(const std::vector<std::shared_ptr<Rank>>& states);
 ncclResult_t ensureUsable(Rank& rank, const char* api);
 // Ends the rank's waiting and pending ops (they return without writing outputs).
 void revoke(Rank& rank);
+// The rank's handle was destroyed or aborted: its peers' first calls stop waiting for it
+// (BATON_FAKE_NCCL_CONNECT_IN_CALL, nccl_collectives.cpp).
+void departed(Rank& rank);
 // Groups (nccl_collectives.cpp): inside ncclGroupStart/End on this thread; a creation call inside
 // a group leaves its wait (or its progress report) to ncclGroupEnd.
 bool inGroup();

@@ -588,6 +588,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   std::shared_ptr<Rank> r = takeHandle(comm);
   if (!r) return fail(ncclInvalidArgument, "ncclCommDestroy: invalid communicator");
   if (!r->ready.load(std::memory_order_acquire)) leaveInit(r.get());
+  departed(*r);
   return ncclSuccess;
 }
 
@@ -597,6 +598,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!r) return fail(ncclInvalidArgument, "ncclCommAbort: invalid communicator");
   revoke(*r);
   if (!r->ready.load(std::memory_order_acquire)) leaveInit(r.get());
+  departed(*r);
   return ncclSuccess;
 }
 

@@ -19,8 +19,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "fake_cuda.hpp"
@@ -65,10 +67,25 @@ struct Clique {
   std::condition_variable cv;  // a round done, a message posted or consumed, a rank revoked
   std::map<uint64_t, Round> rounds;
   std::map<std::tuple<int, int, uint64_t>, Message> messages;  // (sender, receiver, sequence)
+  // BATON_FAKE_NCCL_CONNECT_IN_CALL=1 (connectInCall): the ranks whose first blocking call came,
+  // and how many ranks were destroyed or aborted (a waiting first call then fails, as NCCL's
+  // connection set-up does when a peer's process is gone).
+  std::vector<bool> connected = std::vector<bool>(static_cast<size_t>(nranks), false);
+  int gone = 0;
 };
 
 std::shared_ptr<Clique> makeClique(int nranks) { return std::make_shared<Clique>(nranks); }
 uint64_t cliqueId(const Clique& clique) { return clique.id; }
+
+void departed(Rank& r) {
+  if (!r.ready.load(std::memory_order_acquire) || !r.clique) return;
+  Clique& c = *r.clique;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    ++c.gone;
+  }
+  c.cv.notify_all();
+}
 
 void revoke(Rank& r) {
   if (!r.ready.load(std::memory_order_acquire)) {  // no ops yet
@@ -367,6 +384,53 @@ ncclResult_t check(ncclComm_t comm, cudaStream_t stream, const Item& it, std::sh
   return ncclSuccess;
 }
 
+// BATON_FAKE_NCCL_CONNECT_IN_CALL=1: a blocking communicator's first collective call waits in the
+// library (ncclGroupEnd, or the call outside a group) until every rank of the communicator made
+// its first call, as NCCL sets up its connections at the first collectives; a revoke or abort of
+// the rank ends the wait (ncclInternalError), so does a peer destroyed or aborted meanwhile
+// (ncclRemoteError). Off by default: a test that calls ranks one by one from one thread, outside
+// a group, would wait for ever (as with NCCL).
+bool connectInCallEnabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("BATON_FAKE_NCCL_CONNECT_IN_CALL");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+ncclResult_t connectInCall(const std::vector<std::shared_ptr<Rank>>& ranks) {
+  if (!connectInCallEnabled()) return ncclSuccess;
+  std::vector<Rank*> waiting;
+  for (const auto& r : ranks) {
+    if (!r->blocking || !r->clique) continue;
+    Clique& c = *r->clique;
+    std::lock_guard<std::mutex> lock(c.mutex);
+    if (c.connected[static_cast<size_t>(r->rank)]) {
+      bool all = true;
+      for (bool b : c.connected) all = all && b;
+      if (all) continue;
+    }
+    c.connected[static_cast<size_t>(r->rank)] = true;
+    waiting.push_back(r.get());
+  }
+  for (Rank* r : waiting) r->clique->cv.notify_all();
+  for (Rank* r : waiting) {
+    Clique& c = *r->clique;
+    std::unique_lock<std::mutex> lock(c.mutex);
+    c.cv.wait(lock, [&] {
+      bool all = true;
+      for (bool b : c.connected) all = all && b;
+      return all || r->revoked.load() || c.gone > 0;
+    });
+    bool all = true;
+    for (bool b : c.connected) all = all && b;
+    if (all) continue;
+    if (r->revoked.load())
+      return fail(ncclInternalError, "connection set-up ended: the communicator was revoked");
+    return fail(ncclRemoteError, "connection set-up failed: a peer's communicator is gone");
+  }
+  return ncclSuccess;
+}
+
 ncclResult_t submit(ncclComm_t comm, cudaStream_t stream, Item it) {
   std::shared_ptr<Rank> r;
   Stream* s = nullptr;
@@ -378,6 +442,7 @@ ncclResult_t submit(ncclComm_t comm, cudaStream_t stream, Item it) {
     tGroup->calls.push_back({std::move(r), s, it});
     return ncclSuccess;
   }
+  if (ncclResult_t e = connectInCall({r})) return e;
   auto t = std::make_shared<Task>();
   t->rank = r;
   t->stream = s;
@@ -429,6 +494,11 @@ ncclResult_t ncclGroupEnd() {
       t = tasks.end() - 1;
     }
     (*t)->items.push_back(p.item);
+  }
+  {
+    std::vector<std::shared_ptr<Rank>> ranks;
+    for (const auto& t : tasks) ranks.push_back(t->rank);
+    if (ncclResult_t e = connectInCall(ranks)) return e;
   }
   launch(tasks);
   bool inProgress = g->nonBlocking;
