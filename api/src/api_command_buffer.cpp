@@ -258,6 +258,8 @@ Status recordCollective(core::CommandBuffer& cb, CommandList& list, core::Collec
     return error(Result::ErrorInvalidArgument, "%s: %s %u is out of range: %s has %u rank(s)", name,
                  rooted ? "root" : "peer", peer, comm.label.c_str(), comm.rankCount);
   const uint64_t n = comm.rankCount;
+  if (n == 0)  // backends report their ranks at creation; never 0 for a live communicator
+    return error(Result::ErrorInvalidState, "%s: %s reports no ranks", name, comm.label.c_str());
   CollectiveShape shape;
   bool overflow = count > UINT64_MAX / n;
   switch (op) {

@@ -174,6 +174,20 @@ GroupCall callGroup(const CollectiveLibrary& lib, const std::vector<CallArgs>& c
   return g;
 }
 
+// A ready communicator's rank and rank count, as the library says (a split's or shrink's new
+// numbering); an error names the call.
+Status queryRank(const CollectiveLibrary& lib, ncclComm_t comm, uint32_t* rank, uint32_t* count) {
+  int r = -1, n = 0;
+  BATON_TRY(ncclStatus(lib, BATON_NCCL(lib, ncclCommUserRank, comm, &r), "ncclCommUserRank", comm));
+  BATON_TRY(ncclStatus(lib, BATON_NCCL(lib, ncclCommCount, comm, &n), "ncclCommCount", comm));
+  if (r < 0 || n <= 0 || r >= n)
+    return error(Result::ErrorDriver, "the library reports rank %d of %d for a new communicator", r,
+                 n);
+  *rank = static_cast<uint32_t>(r);
+  *count = static_cast<uint32_t>(n);
+  return Status();
+}
+
 // Splits each ready non-blocking communicator of `comms` (ranks of one group in this process)
 // into the blocking one its collective calls use (color 0, keyed by rank: the same ranks), as one
 // library group: the split runs as a non-blocking call of the parent, bounded by `timeoutNs`.
@@ -195,9 +209,11 @@ Status makeCallComms(const CollectiveLibrary& lib, const std::vector<CollectiveD
     ContextScope scope(*devices[i].driver, devices[i].context);
     st = scope.status();
     if (!st.ok()) break;
-    int rank = 0;
-    (void)BATON_NCCL(lib, ncclCommUserRank, comms[i], &rank);
-    ncclResult_t r = BATON_NCCL(lib, ncclCommSplit, comms[i], 0, rank, &made[i], &config);
+    uint32_t rank = 0, count = 0;
+    st = queryRank(lib, comms[i], &rank, &count);
+    if (!st.ok()) break;
+    ncclResult_t r =
+        BATON_NCCL(lib, ncclCommSplit, comms[i], 0, static_cast<int>(rank), &made[i], &config);
     if (r != ncclSuccess && r != ncclInProgress)
       st = ncclStatus(lib, r, "ncclCommSplit (the communicator of the calls)", comms[i]);
   }
@@ -278,8 +294,10 @@ class StreamCommunicator final : public core::CommunicatorImpl {
  public:
   // `comm`: the non-blocking communicator (made, split, shrunk); `calls`: the blocking one split
   // from it for the collective calls, or null (BATON_NCCL_BLOCKING_CALLS=0: calls on `comm`).
+  // `rank` of `count`: the library's (queryRank).
   StreamCommunicator(const CollectiveLibrary& lib, const CollectiveDevice& dev, std::string name,
-                     uint64_t timeoutNs, ncclComm_t comm, ncclComm_t calls)
+                     uint64_t timeoutNs, ncclComm_t comm, ncclComm_t calls, uint32_t rank,
+                     uint32_t count)
       : lib(lib),
         driver(*dev.driver),
         context(dev.context),
@@ -290,11 +308,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
         calls_(calls),
         blocking_(calls != nullptr) {
     label = std::move(name);
-    int r = 0, n = 0;
-    (void)BATON_NCCL(lib, ncclCommUserRank, comm, &r);
-    (void)BATON_NCCL(lib, ncclCommCount, comm, &n);
-    rank = static_cast<uint32_t>(r);
-    rankCount = static_cast<uint32_t>(n);
+    this->rank = rank;
+    rankCount = count;
   }
   ~StreamCommunicator() override { (void)destroy(); }
 
@@ -393,19 +408,23 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   }
 
   // Ends the blocking communicator of the calls (`call` held): destroyed once its collectives
-  // completed (within the timeout), aborted when the communicator failed or they did not, and
-  // left to the library when a call on it never returned (aborting it would free it under that
-  // call).
+  // completed (within the timeout), aborted when the communicator failed or they did not; while
+  // a call on it has not returned (aborting it would free it under that call), left to that call:
+  // the caller thread aborts it when the call returns (callReturned).
   Status endCalls() {
     if (!calls_) return Status();
     ncclComm_t calls = calls_;
     calls_ = nullptr;
-    if (inCall_.load(std::memory_order_acquire) > 0) {
-      core::message(device->instance(), MessageSeverity::Warning,
-                    label +
-                        ": destroyed while a collective call had not returned from the library: "
-                        "its blocking communicator is left to the library");
-      return Status();
+    {
+      std::lock_guard<std::mutex> lock(orphanMutex_);
+      if (inCall_.load(std::memory_order_acquire) > 0) {
+        orphan_ = calls;
+        core::message(device->instance(), MessageSeverity::Warning,
+                      label +
+                          ": destroyed while a collective call had not returned from the library: "
+                          "its blocking communicator is aborted when that call returns");
+        return Status();
+      }
     }
     if (!failed(nullptr) && !collectivesDone(deadline()))
       failLocked(format("destroyed while its collectives could not complete within %llu ms",
@@ -471,8 +490,23 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   ncclComm_t callComm() const noexcept { return blocking_ ? calls_ : comm_; }
   bool blockingCalls() const noexcept { return blocking_; }
   // Calls on the blocking communicator that have not returned (GroupJob): while one has not,
-  // nothing may end that communicator.
+  // nothing may end that communicator. Raised by the issuing thread (call held), lowered by the
+  // caller thread (callReturned).
   std::atomic<int> inCall_{0};
+  // The caller thread, once a call on the blocking communicator returned: the last one to return
+  // after destroy() left that communicator behind aborts it (never under `call`, which the issuing
+  // thread holds while it waits for the caller).
+  void callReturned() {
+    ncclComm_t orphan = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(orphanMutex_);
+      if (inCall_.fetch_sub(1, std::memory_order_acq_rel) == 1) std::swap(orphan, orphan_);
+    }
+    if (!orphan) return;
+    ContextScope scope(driver, context, ContextScope::kRelease,
+                       "aborting a communicator whose call returned after its destroy");
+    (void)BATON_NCCL(lib, ncclCommAbort, orphan);
+  }
   // An enqueue never finished (enqueueCollectives): no revoke, destroy() aborts.
   void markEnqueueStuck() noexcept { enqueueStuck_ = true; }
   uint64_t deadline() const noexcept {
@@ -622,14 +656,16 @@ class StreamCommunicator final : public core::CommunicatorImpl {
       return st;
     }
     CollectiveDevice dev{&driver, context, device};
+    uint32_t newRank = 0, newCount = 0;
+    Status st = queryRank(lib, made, &newRank, &newCount);
     std::vector<ncclComm_t> calls;
-    Status st = makeCallComms(lib, {dev}, {made}, timeoutNs, &calls);
+    if (st.ok()) st = makeCallComms(lib, {dev}, {made}, timeoutNs, &calls);
     if (!st.ok()) {
       (void)BATON_NCCL(lib, ncclCommAbort, made);
       return st.context(std::string(api));
     }
     *out = Ref<core::CommunicatorImpl>::adopt(
-        new StreamCommunicator(lib, dev, newLabel, timeoutNs, made, calls[0]));
+        new StreamCommunicator(lib, dev, newLabel, timeoutNs, made, calls[0], newRank, newCount));
     return Status();
   }
 
@@ -695,6 +731,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   Ref<core::Device> keepDevice_;  // the context lives as long as the device's shared state
   ncclComm_t comm_;               // null once destroyed (call)
   ncclComm_t calls_;              // the blocking one; null once ended (call)
+  std::mutex orphanMutex_;        // orphan_, and inCall_'s last decrement against destroy()
+  ncclComm_t orphan_ = nullptr;   // calls_ left by destroy() to a call not yet returned
   const bool blocking_;           // collective calls go to calls_ (made with one)
   bool stuckEnded_ = false;       // revoked or shrunk with NCCL_SHRINK_ABORT (call)
   bool enqueueStuck_ = false;     // an enqueue never left ncclInProgress (call)
@@ -844,8 +882,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
         else
           job->status = scope.status();
       }
-      for (const Ref<StreamCommunicator>& c : job->comms)
-        c->inCall_.fetch_sub(1, std::memory_order_acq_rel);
+      for (const Ref<StreamCommunicator>& c : job->comms) c->callReturned();
       bool abandoned;
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -986,8 +1023,9 @@ Status createCommunicators(const std::vector<CollectiveDevice>& devices,
   }
   out->clear();
   for (size_t i = 0; i < devices.size(); ++i)
-    out->push_back(Ref<core::CommunicatorImpl>::adopt(new StreamCommunicator(
-        lib, devices[i], setups[i].label, setups[i].timeoutNs, comms[i], calls[i])));
+    out->push_back(Ref<core::CommunicatorImpl>::adopt(
+        new StreamCommunicator(lib, devices[i], setups[i].label, setups[i].timeoutNs, comms[i],
+                               calls[i], setups[i].rank, setups[i].rankCount)));
   return Status();
 }
 
@@ -1152,6 +1190,8 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
   for (size_t i = 0; i < comms.size(); ++i) comms[i]->addTicket(std::move(tickets[i]));
   return Status();
 }
+
+DriverFaults* collectiveFaultsForTests() { return &collectiveFaults(); }
 
 void setRevokeDisabledForTests(bool disabled) {
   gRevokeDisabled.store(disabled, std::memory_order_relaxed);

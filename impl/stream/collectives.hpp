@@ -40,6 +40,7 @@
 
 #include "backend.hpp"
 #include "baton/communicator.hpp"
+#include "driver_library.hpp"
 #include "object.hpp"
 #include "objects.hpp"
 #include "status.hpp"
@@ -141,5 +142,8 @@ core::Status enqueueCollectives(const core::Command* commands, size_t count, con
 // Tests: make the engine behave as with a library without ncclCommRevoke (NCCL 2.28.3), or as
 // the loaded library does again. Thread safe.
 void setRevokeDisabledForTests(bool disabled);
+// Tests: the fault injection at the collective library's wrapper (BATON_NCCL), or null where
+// baton was built without nccl.h. Thread safe (DriverFaults).
+DriverFaults* collectiveFaultsForTests();
 
 }  // namespace baton::stream

@@ -33,5 +33,6 @@ core::Status enqueueCollectives(const core::Command*, size_t, const DriverTable&
 }
 
 void setRevokeDisabledForTests(bool) {}
+DriverFaults* collectiveFaultsForTests() { return nullptr; }
 
 }  // namespace baton::stream

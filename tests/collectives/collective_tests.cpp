@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -491,6 +492,121 @@ TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
   EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
   EXPECT_LT(secondsSince(start), 1.0);
   EXPECT_TRUE(containsText(lastErrorMessage(), "ncclRemoteError")) << lastErrorMessage();
+}
+
+// The library's fault sweep (as tests/faults does for the drivers): every NCCL call that a small
+// workload makes (create a group of communicators, one all-reduce per rank, destroy) fails in
+// turn, at its first and its middle occurrence, with ncclSystemError. Each run must return defined
+// results, fail rather than hang (every wait returns within a bound), name the library in what
+// fails, and leave no communicator of the emulated NCCL behind once the run's communicators are
+// destroyed (a blocking communicator left to a call that had not returned is aborted when the
+// call returns: given a moment). On the emulated NCCL only: it counts the live communicators.
+TEST_P(CollectiveFailure, EveryLibraryCallFailsCleanly) {
+  const char* path =
+      std::getenv(GetParam() == BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
+  void* module = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  struct Stats {  // tests/cuda/fake/fake_cuda.hpp's BatonFakeNcclStats
+    uint64_t communicatorsLive, collectivesExecuted, p2pExecuted, opsAborted, opsLive;
+  };
+  using StatsFn = void (*)(Stats*);
+  auto stats = module ? reinterpret_cast<StatsFn>(dlsym(module, "batonFakeNcclStats")) : nullptr;
+  if (!stats) GTEST_SKIP() << "needs the fake NCCL (batonFakeNcclStats) to count communicators";
+  makeRanks(2, 300 * kMs);
+  for (Rank& r : ranks_) r.communicator.reset();  // the runs make their own
+  std::vector<Buffer> bufs = {deviceBuffer(0, kN * 4), deviceBuffer(1, kN * 4)};
+  auto live = [&] {
+    Stats st{};
+    stats(&st);
+    return st.communicatorsLive;
+  };
+  const uint64_t baseline = live();
+  constexpr uint64_t kBound = 10'000 * kMs;
+  // One run; what went wrong goes to `problems`.
+  auto run = [&](std::vector<std::string>* problems) {
+    auto library = [&](const char* what, Result r) {
+      if (r == Result::Success) return;
+      const std::string m = lastErrorMessage();
+      if (!containsText(m, "nccl") && !containsText(m, "communicator"))
+        problems->push_back(std::string(what) + " failed without naming the library: " + m);
+    };
+    std::vector<Device> devices = {*ranks_[0].device, *ranks_[1].device};
+    Communicator comms[2];
+    CommunicatorGroupCreateInfo info;
+    info.timeoutNs = 300 * kMs;
+    info.debugName = "sweep";
+    Result r = instance_->createCommunicators(devices, info, comms);
+    library("createCommunicators", r);
+    if (r != Result::Success) return;
+    std::vector<Semaphore> done;
+    for (size_t k = 0; k < 2; ++k) {
+      done.push_back(semaphore("sweep done"));
+      Result s = submit(k,
+                        [&](CommandBuffer cb) {
+                          return cb.allReduce(comms[k], bufs[k], 0, bufs[k], 0, kN,
+                                              ElementType::Float32, ReduceOp::Sum);
+                        },
+                        {}, {{done[k], 1}});
+      if (s != Result::Success) problems->push_back(std::string("submit: ") + lastErrorMessage());
+    }
+    for (size_t k = 0; k < 2; ++k) {
+      Result w = done[k].wait(1, kBound);
+      if (w == Result::Timeout)
+        problems->push_back("HANG: rank " + std::to_string(k) + "'s all-reduce");
+      else if (w != Result::Success && w != Result::ErrorSemaphoreFailed)
+        problems->push_back("wait: " + std::string(resultName(w)));
+      else
+        library("the all-reduce", w);
+    }
+    for (Communicator& c : comms) library("Communicator::destroy", c.destroy());
+  };
+  baton::stream::DriverFaults* wrapper = baton::stream::collectiveFaultsForTests();
+  ASSERT_NE(wrapper, nullptr) << "built without nccl.h";
+  baton::stream::DriverFaults& faults = *wrapper;
+  constexpr int ncclSystemError = 2;  // nccl.h's value (this test builds without the header)
+  faults.clear();
+  faults.record(true);
+  std::vector<std::string> clean;
+  run(&clean);
+  faults.record(false);
+  for (const std::string& p : clean) ADD_FAILURE() << "without faults: " << p;
+  ASSERT_TRUE(clean.empty());
+  ASSERT_EQ(live(), baseline) << "without faults: communicators of the emulated NCCL left behind";
+  const std::vector<baton::stream::CallCount> calls = faults.counts();
+  ASSERT_FALSE(calls.empty()) << "no library call went through the wrapper";
+  uint64_t runs = 0, fired = 0;
+  for (const baton::stream::CallCount& c : calls) {
+    std::vector<uint32_t> occurrences = {0};
+    if (c.calls > 2) occurrences.push_back(static_cast<uint32_t>(c.calls / 2));
+    const std::string api = c.api;
+    // Release entry points do their work and then report the error (their object is gone
+    // either way), as the driver sweep injects them; so does ncclGroupEnd (a group the calling
+    // thread opened must end: failed before the call, the library's group would stay open on
+    // the device's caller thread for good).
+    const bool release = api.find("Destroy") != std::string::npos ||
+                         api.find("Abort") != std::string::npos ||
+                         api.find("Finalize") != std::string::npos || api == "ncclGroupEnd";
+    for (uint32_t at : occurrences) {
+      const std::string label = api + " #" + std::to_string(at);
+      faults.clear();
+      ASSERT_TRUE(release ? faults.injectAfterCall(c.api, ncclSystemError, at, 1)
+                          : faults.inject(c.api, ncclSystemError, at, 1))
+          << label;
+      std::vector<std::string> problems;
+      run(&problems);
+      fired += faults.fired();
+      faults.clear();
+      ++runs;
+      for (const std::string& p : problems) ADD_FAILURE() << label << ": " << p;
+      // A blocking communicator left to a call that had not returned goes when it returns.
+      const auto until = Clock::now() + std::chrono::seconds(5);
+      while (live() > baseline && Clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      EXPECT_EQ(live(), baseline) << label << ": communicators of the emulated NCCL left behind";
+    }
+  }
+  std::printf("library fault sweep: %zu entry points, %llu runs, %llu faults fired\n", calls.size(),
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(fired));
+  EXPECT_GT(fired, 0u);
 }
 
 TEST_P(CollectiveFailure, SurvivorsShrinkAndTheNextAllReduceIsCorrect) {
