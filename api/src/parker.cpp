@@ -42,23 +42,15 @@ void futexWake(std::atomic<uint32_t>* word, int count) noexcept {
           0);
 }
 
-bool Parker::park(Deadline deadline) noexcept {
-  for (int i = 0; i < kSpinPolls; ++i) {
-    uint32_t expected = kNotified;
-    if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
-    if (deadline.expired()) break;
-    sched_yield();
-  }
-  return parkWithoutSpin(deadline);
-}
+bool Parker::park(Deadline deadline) noexcept { return park(deadline, 0); }
 
 bool Parker::park(Deadline deadline, uint64_t spinNs) noexcept {
-  const uint64_t start = nowNs();
+  const uint64_t start = spinNs ? nowNs() : 0;
   for (int i = 0;; ++i) {
     uint32_t expected = kNotified;
     if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
     if (deadline.expired()) break;
-    if (i >= kSpinPolls && nowNs() - start >= spinNs) break;
+    if (i >= kSpinPolls && (spinNs == 0 || nowNs() - start >= spinNs)) break;
     sched_yield();
   }
   return parkWithoutSpin(deadline);
