@@ -25,10 +25,10 @@ class CallbackScope {
   CallbackScope(const Device* device, uint32_t queueIndex, Kind kind, uint64_t traceId = 0) noexcept
       : device_(device), queueIndex_(queueIndex), kind_(kind), outer_(tCurrent), traceId_(traceId) {
     tCurrent = this;
-    trace::callBegin(kind == kNative, traceId);
+    trace::callBegin(kind == kNative ? trace::kNativeCall : trace::kHostCall, traceId);
   }
   ~CallbackScope() {
-    trace::callEnd(kind_ == kNative, traceId_);
+    trace::callEnd(kind_ == kNative ? trace::kNativeCall : trace::kHostCall, traceId_);
     tCurrent = outer_;
   }
   CallbackScope(const CallbackScope&) = delete;

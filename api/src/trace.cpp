@@ -434,25 +434,28 @@ void failed(uint64_t id, const Status& why) noexcept {
   }
 }
 
-void callBegin(bool native, uint64_t id) noexcept {
+void callBegin(uint32_t kind, uint64_t id) noexcept {
   try {
     if (!on()) return;
     withBuffer([&](Buffer& b) {
-      if (room(b, 2)) push(b, RecordKind::CallBegin, nowNs(), id, 0, 0, native);
+      if (room(b, 2)) push(b, RecordKind::CallBegin, nowNs(), id, 0, 0, kind);
     });
-    nvtxBegin(format("baton %s #%llu", native ? "native callback" : "host call",
+    nvtxBegin(format("baton %s #%llu",
+                     kind == kNativeCall    ? "native callback"
+                     : kind == kLibraryCall ? "library call"
+                                            : "host call",
                      static_cast<unsigned long long>(id)));
   } catch (...) {
     // Tracing is best effort: out of memory loses this record, nothing else.
   }
 }
 
-void callEnd(bool native, uint64_t id) noexcept {
+void callEnd(uint32_t kind, uint64_t id) noexcept {
   try {
     // Recorded whenever its begin may have been (room for both was asked for): B/E stay balanced
     // unless a session ended in between (the writer drops an E without its B).
     if (!on()) return;
-    withBuffer([&](Buffer& b) { push(b, RecordKind::CallEnd, nowNs(), id, 0, 0, native); });
+    withBuffer([&](Buffer& b) { push(b, RecordKind::CallEnd, nowNs(), id, 0, 0, kind); });
     nvtxEnd();
   } catch (...) {
     // Tracing is best effort: out of memory loses this record, nothing else.

@@ -14,10 +14,11 @@
 // resolution), pid and tid. Tracks:
 //   - process "host threads (<program> <pid>)" (the real pid): one track per thread that did
 //     something (tid: the OS thread id), named after the thread (baton's own are baton-issue,
-//     baton-complete, baton-host and baton-bridge).
+//     baton-complete, baton-host, baton-bridge, and for collectives baton-caller and baton-watch).
 //     Slices: "submit" (X, the core submit call, args: queue and submission ids), "wait" and
 //     "waitIdle" (B/E, host waits: entries, mode, result), "host call #N" and "native #N" (B/E,
-//     where the callback ran), "signal" (X, a host signal), "issue #N" (X, a stream queue's driver
+//     where the callback ran; "library call #N", the device's collective caller thread
+//     enqueueing submission N's collectives), "signal" (X, a host signal), "issue #N" (X, a stream queue's driver
 //     calls for submission N). Instants (i): "semaphore failed" (reason), "device lost" and
 //     "communicator failed" (global, reason).
 //   - process "baton queues": per queue a track named after its label ("queue 0 of device #1
@@ -120,8 +121,8 @@ void submitEnd(uint64_t firstId, uint32_t count) noexcept;
 void released(const Submission& sub) noexcept;
 void mark(uint32_t kind, uint64_t id) noexcept;
 void failed(uint64_t id, const Status& why) noexcept;
-void callBegin(bool native, uint64_t id) noexcept;
-void callEnd(bool native, uint64_t id) noexcept;
+void callBegin(uint32_t kind, uint64_t id) noexcept;
+void callEnd(uint32_t kind, uint64_t id) noexcept;
 void hostWaitBegin(const std::vector<HostWaitEntry>& entries, WaitMode mode) noexcept;
 void hostWaitEnd(Result result) noexcept;
 void waitIdleBegin(const std::string& label) noexcept;
@@ -177,14 +178,18 @@ inline void failed(uint64_t id, const Status& why) {
   if (id) [[unlikely]]
     detail::failed(id, why);
 }
-// A host call (native = false) or native callback of submission `id` runs on this thread.
-inline void callBegin(bool native, uint64_t id) {
+// What runs on a thread inside a submission (callBegin/callEnd): a host call, a native callback,
+// or a collective library's calls (impl/stream/collectives.cpp: the device's caller thread
+// enqueueing a group; its slice is "library call #N").
+enum CallKind : uint32_t { kHostCall = 0, kNativeCall = 1, kLibraryCall = 2 };
+// A call of `kind` for submission `id` runs on this thread.
+inline void callBegin(CallKind kind, uint64_t id) {
   if (id) [[unlikely]]
-    detail::callBegin(native, id);
+    detail::callBegin(kind, id);
 }
-inline void callEnd(bool native, uint64_t id) {
+inline void callEnd(CallKind kind, uint64_t id) {
   if (id) [[unlikely]]
-    detail::callEnd(native, id);
+    detail::callEnd(kind, id);
 }
 // A host signal of `s` to `value` succeeded; it began at beginNs (nowNs()).
 inline void hostSignal(const Semaphore& s, uint64_t value, uint64_t beginNs) {

@@ -16,6 +16,7 @@
 
 #include "baton/fwd.hpp"
 #include "baton/result.hpp"
+#include "trace.hpp"
 #include "trace_records.hpp"
 
 namespace baton::core::trace {
@@ -349,9 +350,16 @@ class Writer {
           break;
         }
         case RecordKind::CallBegin: {
-          const bool native = r.small != 0;
-          Event& e = add('B', (native ? "native #" : "host call #") + std::to_string(r.a),
-                         native ? "native" : "host_call", r.ts, pid, tid);
+          const uint32_t kind = r.small;
+          Event& e = add('B',
+                         (kind == kNativeCall    ? "native #"
+                          : kind == kLibraryCall ? "library call #"
+                                                 : "host call #") +
+                             std::to_string(r.a),
+                         kind == kNativeCall    ? "native"
+                         : kind == kLibraryCall ? "library_call"
+                                                : "host_call",
+                         r.ts, pid, tid);
           e.args = "{\"submission\":" + std::to_string(r.a) + "}";
           open.push_back(events_.size() - 1);
           break;

@@ -18,7 +18,7 @@ enum class RecordKind : uint32_t {
   Issued,           // a: id
   Completed,        // a: id
   Failed,           // a: id, b: Result, c: string (reason)
-  CallBegin,        // a: id, small: 1 for a native callback, 0 for a host call
+  CallBegin,        // a: id, small: trace::CallKind (host call, native callback, library call)
   CallEnd,          // a: id, small: as CallBegin
   HostWaitBegin,    // small: WaitMode, b: entries (Operands follow)
   HostWaitEnd,      // b: Result

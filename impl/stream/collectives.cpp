@@ -1,6 +1,8 @@
 // The collective engine of the stream backends; collectives.hpp says how it fits together.
 #include "collectives.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -750,7 +752,9 @@ void Watch::add(Ref<StreamCommunicator> comm) {
   active_.push_back(std::move(comm));
   if (!started_) {
     started_ = true;
-    std::thread([this] { run(); }).detach();
+    std::thread t([this] { run(); });
+    pthread_setname_np(t.native_handle(), "baton-watch");  // for profilers, the trace
+    t.detach();
   }
   work_.notify_one();
 }
@@ -785,7 +789,8 @@ struct GroupJob {
   // Kept while a call is in the library (each one's inCall_ counts it): a call that never
   // returns keeps them, and nothing ends their library communicators under it.
   std::vector<Ref<StreamCommunicator>> comms;
-  Status status;  // the context could not be made current
+  uint64_t traceId = 0;  // the submission's (trace.hpp): the call is a slice of the caller's track
+  Status status;         // the context could not be made current
   GroupCall result;
   std::atomic<bool> done{false};
 };
@@ -809,7 +814,9 @@ class Caller : public std::enable_shared_from_this<Caller> {
       c = std::make_shared<Caller>();
       c->context_ = context;
       c->registry_ = registry;
-      std::thread([self = c] { self->loop(); }).detach();
+      std::thread t([self = c] { self->loop(); });
+      pthread_setname_np(t.native_handle(), "baton-caller");  // for profilers, the trace
+      t.detach();
     }
     return c;
   }
@@ -877,9 +884,11 @@ class Caller : public std::enable_shared_from_this<Caller> {
       }
       {
         ContextScope scope(*job->driver, job->context);
-        if (scope.ok())
+        if (scope.ok()) {
+          core::trace::callBegin(core::trace::kLibraryCall, job->traceId);
           job->result = callGroup(*job->lib, job->calls, job->stream);
-        else
+          core::trace::callEnd(core::trace::kLibraryCall, job->traceId);
+        } else
           job->status = scope.status();
       }
       for (const Ref<StreamCommunicator>& c : job->comms) c->callReturned();
@@ -1106,6 +1115,7 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
     job->driver = &d;
     job->context = comms[0]->context;
     job->stream = s;
+    job->traceId = traceId;
     job->calls = std::move(calls);
     for (StreamCommunicator* c : comms) job->comms.push_back(Ref<StreamCommunicator>(c));
     if (!Caller::forContext(comms[0]->context)->run(job, deadline)) {

@@ -438,9 +438,10 @@ TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeo
   // not return: the issuing thread gave up on the device's caller thread (collectives.cpp).
   const char* connect = std::getenv("BATON_FAKE_NCCL_CONNECT_IN_CALL");
   const char* mode = std::getenv("BATON_NCCL_BLOCKING_CALLS");
-  if (connect && std::string(connect) == "1" && !(mode && std::string(mode) == "0"))
+  if (connect && std::string(connect) == "1" && !(mode && std::string(mode) == "0")) {
     EXPECT_TRUE(containsText(lastErrorMessage(), "did not return from enqueueing"))
         << lastErrorMessage();
+  }
   CommunicatorState state;
   ASSERT_OK(comm(0).getState(&state));
   EXPECT_EQ(state, CommunicatorState::Failed);

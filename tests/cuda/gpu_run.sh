@@ -8,7 +8,7 @@
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but soak, soakwait, full and collectives): build info tests lost conformance
 # hip hiplost hipconf cross interop demo sanitizer soak soakwait bench hipbench framebench ibench
-# full collectives multiprocess collbench (the last three: two GPUs or more)
+# full collectives multiprocess collbench collprofile (the last four: two GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
@@ -160,6 +160,33 @@ if has collbench; then
     timeout 300 "$B/bench/collectives/collectives_bench" --backend hip --json "$OUT/collbench-hip.json" > "$OUT/collbench-hip.log" 2>&1
   echo "rc=$?"; grep -A40 "bus bandwidth" "$OUT/collbench-hip.log" | head -60
   fi
+fi
+# Where collectives_bench's time goes (issue 33's profile): the latency run traced (BATON_TRACE)
+# and bench/collectives/trace_profile.py's stretches, by default, with the host waits spinning,
+# and with every submission through the issuing threads (no direct issue); the bandwidth at
+# 20 and 200 back-to-back allReduces per timing (a fixed cost per timing against one per call);
+# NCCL's channels for the raw communicators and baton's (NCCL_DEBUG=INFO).
+if has collprofile; then
+  CB="$B/bench/collectives/collectives_bench"
+  prof() {  # <name> <env...>
+    local name=$1; shift
+    log "collectives profile: latency, $name"
+    env "$@" BATON_TRACE="/tmp/trace-$name.json" timeout 120 "$CB" latency --reps ${PROFILE_REPS:-3} > "$OUT/profile-$name.log" 2>&1
+    echo "rc=$?"; grep -A12 "size  " "$OUT/profile-$name.log" | head -12
+    python3 bench/collectives/trace_profile.py "/tmp/trace-$name.json" 2>&1 | tee -a "$OUT/profile-$name.log"
+  }
+  prof default
+  prof spin BATON_BENCH_HOST_WAIT_SPIN=forever
+  prof issuing-thread BATON_STREAM_DIRECT_ISSUE=0
+  prof direct BATON_STREAM_DIRECT_ISSUE=1
+  for it in 20 200; do
+    log "collectives profile: bandwidth, $it per timing"
+    timeout 200 "$CB" bandwidth --sizes ${PROFILE_SIZES:-8M,32M,64M,128M,256M} --iterations $it > "$OUT/profile-bw-$it.log" 2>&1
+    echo "rc=$?"; grep -A8 "size  " "$OUT/profile-bw-$it.log" | head -8
+  done
+  log "collectives profile: NCCL's channels"
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 120 "$CB" bandwidth --sizes 64M --reps 1 > "$OUT/profile-nccl-info.log" 2>&1
+  echo "rc=$?"; grep -E "nRanks|nChannels|Channel 00|comm 0x|CC Off|Init COMPLETE" "$OUT/profile-nccl-info.log" | cut -c1-200 | head -30
 fi
 if has cross; then
   log graphs across hip, cuda and the host
