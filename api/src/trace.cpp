@@ -511,6 +511,16 @@ void waitIdleEnd(Result result) noexcept {
   }
 }
 
+void span(uint32_t kind, uint64_t id, uint64_t beginNs) noexcept {
+  try {
+    withBuffer([&](Buffer& b) {
+      if (room(b, 1)) push(b, RecordKind::Span, nowNs(), id, 0, beginNs, kind);
+    });
+  } catch (...) {
+    // Tracing is best effort: out of memory loses this record, nothing else.
+  }
+}
+
 void hostSignal(const Semaphore& s, uint64_t value, uint64_t beginNs) noexcept {
   try {
     withBuffer([&](Buffer& b) {

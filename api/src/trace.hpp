@@ -134,6 +134,7 @@ void semaphoreFailed(const Semaphore& s, Result code, const std::string& reason)
 void deviceLost(const std::string& label, const std::string& reason) noexcept;
 void collective(uint64_t id, uint64_t bytes, const std::string& what) noexcept;
 void communicatorFailed(const std::string& reason) noexcept;
+void span(uint32_t kind, uint64_t id, uint64_t beginNs) noexcept;
 enum MarkKind : uint32_t { kIssueBegin, kIssued, kCompleted };
 }  // namespace detail
 
@@ -191,6 +192,25 @@ inline void callEnd(CallKind kind, uint64_t id) {
   if (id) [[unlikely]]
     detail::callEnd(kind, id);
 }
+// How one of baton's threads waited (span): what the stream backend's threads did between
+// their work, so that a trace shows where a round trip's latency went. Slices "<thread>: <what>"
+// (cat "thread") on the thread's track; `id` the submission the wait was for, or 0.
+enum SpanKind : uint32_t {
+  kCompletionSpin,    // the completion thread polled the oldest record's event until it completed
+  kCompletionDriver,  // ... slept in the driver on it (a blocking-sync event)
+  kCompletionPoll,    // ... parked between polls, or gave up its spin to look at its inbox
+  kCompletionLazy,    // ... parked lazily (nothing needed its records, or none in flight)
+  kCompletionIdle,    // ... slept until a push woke it (idle)
+  kIssueSleep,        // the issuing thread slept until a submission woke it
+  kCallerSleep,       // a collective caller thread slept until a group was posted
+  kCallerWait,        // the issuing thread waited for the caller's group to return
+};
+// A span of `kind` from beginNs (nowNs()) until now, on this thread.
+inline void span(SpanKind kind, uint64_t id, uint64_t beginNs) {
+  if (on()) [[unlikely]]
+    detail::span(kind, id, beginNs);
+}
+
 // A host signal of `s` to `value` succeeded; it began at beginNs (nowNs()).
 inline void hostSignal(const Semaphore& s, uint64_t value, uint64_t beginNs) {
   if (on()) [[unlikely]]

@@ -410,6 +410,19 @@ class Writer {
           hostSignals_.push_back(h);
           break;
         }
+        case RecordKind::Span: {
+          static const char* const kNames[] = {
+              "completion: spin on event", "completion: sleep in driver",
+              "completion: poll",          "completion: lazy park",
+              "completion: idle",          "issue: sleep",
+              "caller: sleep",             "issue: wait for caller"};
+          const char* name = r.small < sizeof kNames / sizeof kNames[0] ? kNames[r.small] : "span";
+          Event& e = add('X', r.a ? std::string(name) + " #" + std::to_string(r.a) : name, "thread",
+                         r.c, pid, tid);
+          e.dur = r.ts - r.c;
+          if (r.a) e.args = "{\"submission\":" + std::to_string(r.a) + "}";
+          break;
+        }
         case RecordKind::Reached: reaches_[r.a].push_back(Value{r.b, r.ts, tid}); break;
         case RecordKind::Published: publishes_[r.a].push_back(Value{r.b, r.ts}); break;
         case RecordKind::SemaphoreFailed: {

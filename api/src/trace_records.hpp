@@ -33,6 +33,7 @@ enum class RecordKind : uint32_t {
   QueueName,        // a: queue track, b: BackendKind, c: string (label)
   Collective,       // a: submission id, b: bytes, c: string (what)
   CommunicatorFailed,  // c: string (reason)
+  Span,                // small: trace::SpanKind, a: submission id or 0, c: when it began (ns)
 };
 
 struct Record {

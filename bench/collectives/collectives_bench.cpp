@@ -190,11 +190,14 @@ void release(AllReduce& a) {
 }
 
 // `iterations` allReduces back to back, raw: one group of both ranks' calls per iteration, then
-// the host sees both streams' ends. Returns the seconds from the first call until then.
-double rawAllReduces(const AllReduce& a, int iterations) {
+// the host sees both streams' ends. Returns the seconds from the first call until then; when
+// `callSeconds`, stores there the seconds of the last group's calls (ncclGroupStart .. End).
+double rawAllReduces(const AllReduce& a, int iterations, double* callSeconds = nullptr) {
   const size_t count = a.bytes / 4;
   const Clock::time_point t0 = Clock::now();
+  Clock::time_point groupStart = t0;
   for (int i = 0; i < iterations; ++i) {
+    if (callSeconds) groupStart = Clock::now();
     NCCL_OK(nccl.ncclGroupStart());
     for (int k = 0; k < kRanks; ++k) {
       const Rank& r = env.ranks[k];
@@ -203,6 +206,7 @@ double rawAllReduces(const AllReduce& a, int iterations) {
     }
     NCCL_GROUP_END();
   }
+  if (callSeconds) *callSeconds = secondsSince(groupStart);
   rawFinish(Streams::Comm);
   return secondsSince(t0);
 }
@@ -324,21 +328,26 @@ void benchLatency() {
       "cuEventSynchronize on both streams; baton: Semaphore::wait on both ranks' signals); median "
       "of %d x %d per side, alternating\n",
       reps(), iterations);
-  std::printf("%10s %12s %12s %8s\n", "size", "raw us", "baton us", "ratio");
+  // "raw call": the median time of raw's group of calls (both ranks' enqueue), part of raw us.
+  std::printf("%10s %12s %12s %8s %10s\n", "size", "raw us", "baton us", "ratio", "raw call");
   for (uint64_t bytes : sizes) {
     recordAllReduce(a, bytes);
-    std::vector<double> raw, ours;
+    std::vector<double> raw, ours, calls;
     rawAllReduces(a, 5);
     batonAllReduces(a, 5);
     for (int rep = 0; rep < reps(); ++rep) {
-      for (int i = 0; i < iterations; ++i) raw.push_back(rawAllReduces(a, 1) * 1e6);
+      for (int i = 0; i < iterations; ++i) {
+        double call = 0;
+        raw.push_back(rawAllReduces(a, 1, &call) * 1e6);
+        calls.push_back(call * 1e6);
+      }
       for (int i = 0; i < iterations; ++i) ours.push_back(batonAllReduces(a, 1) * 1e6);
     }
     const Row row{bytes, median(raw), median(ours)};
     const double ratio = row.batonUs / row.rawUs;
     latencyRows.push_back(row);
-    std::printf("%10s %12.2f %12.2f %7.3fx%s\n", sizeText(bytes).c_str(), row.rawUs, row.batonUs,
-                ratio, verdict(true, ratio <= 1.1));
+    std::printf("%10s %12.2f %12.2f %7.3fx %10.2f%s\n", sizeText(bytes).c_str(), row.rawUs,
+                row.batonUs, ratio, median(calls), verdict(true, ratio <= 1.1));
   }
   std::printf("target: <= 1.1x\n");
   release(a);

@@ -848,6 +848,7 @@ class Caller : public std::enable_shared_from_this<Caller> {
       const uint64_t until = std::min<uint64_t>(deadlineNs, now + 1'000'000'000ull);
       doneCv_.wait_for(lock, std::chrono::nanoseconds(until - now));
     }
+    core::trace::span(core::trace::kCallerWait, job->traceId, start);
     return true;
   }
 
@@ -878,7 +879,11 @@ class Caller : public std::enable_shared_from_this<Caller> {
       std::shared_ptr<GroupJob> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        work_.wait(lock, [&] { return posted_.load(std::memory_order_relaxed); });
+        if (!posted_.load(std::memory_order_relaxed)) {
+          const uint64_t sleptAt = core::trace::on() ? core::nowNs() : 0;
+          work_.wait(lock, [&] { return posted_.load(std::memory_order_relaxed); });
+          core::trace::span(core::trace::kCallerSleep, 0, sleptAt);
+        }
         job = std::move(job_);
         posted_.store(false, std::memory_order_relaxed);
       }

@@ -95,16 +95,20 @@ class Completion {
           Waker& w = *q_->waker;
           w.lazy.store(true, std::memory_order_seq_cst);
           if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
-              !q_->stop.load(std::memory_order_seq_cst))
+              !q_->stop.load(std::memory_order_seq_cst)) {
             w.parker.parkWithoutSpin(Deadline::after(lazyNs_));
+            core::trace::span(core::trace::kCompletionLazy, 0, now);
+          }
           w.lazy.store(false, std::memory_order_seq_cst);
           lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
           continue;
         }
         q_->waker->idle.store(true, std::memory_order_seq_cst);
         if (!q_->inboxPending.load(std::memory_order_seq_cst) &&
-            !q_->stop.load(std::memory_order_acquire))
+            !q_->stop.load(std::memory_order_acquire)) {
           q_->waker->parker.parkWithoutSpin(Deadline::never());
+          core::trace::span(core::trace::kCompletionIdle, 0, now);
+        }
         q_->waker->idle.store(false, std::memory_order_seq_cst);
         pollNs_ = kPollMinNs;
         lazyNs_ = kLazyLookMinNs;
@@ -129,7 +133,7 @@ class Completion {
           letGo();
           break;
         case Next::kSleep: {
-          Status err = sleepOnOldest(next.event, next.seq, next.spinNs);
+          Status err = sleepOnOldest(next.event, next.seq, next.spinNs, next.traceId);
           letGo();
           if (err.isError()) lose(err);
           break;
@@ -217,6 +221,7 @@ class Completion {
     void* event = nullptr;       // kSleep: the oldest record's event (holding_)
     uint64_t seq = 0;            // kSleep: the oldest record's Record::seq
     uint64_t spinNs = 0;         // kSleep: how long to spin on it first (after progress)
+    uint64_t traceId = 0;        // kSleep: the oldest record's submission's (the trace's spans)
     Status error;                // kLost: the driver's error
   };
 
@@ -260,6 +265,7 @@ class Completion {
       next.kind = Next::kSleep;
       next.event = inflight_.front().timepoint->event();
       next.seq = inflight_.front().seq;
+      if (inflight_.front().submission) next.traceId = inflight_.front().submission->traceId;
       // A collective's signals are published by this thread only (collectives.hpp): their host
       // waiters cannot spin on its event, so this thread spins for them, as long as the device's
       // host waits do (Device::setHostWaitSpin), at least kCompletionSpinNs.
@@ -365,7 +371,9 @@ class Completion {
     // (stop: the thread then watches its last records, see run.)
     if (!lazyParkEnds()) {
       Counters::add(kLazyParks, 1);
+      const uint64_t begin = core::trace::on() ? core::nowNs() : 0;
       w.parker.parkWithoutSpin(Deadline::after(lazyNs_));
+      core::trace::span(core::trace::kCompletionLazy, 0, begin);
     }
     w.lazy.store(false, std::memory_order_seq_cst);
     if (!progressed) lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
@@ -460,7 +468,7 @@ class Completion {
   // or a poll after a short backoff sleep. Returns NotReady when it woke without completion.
   // Without mutex_: `event` and `seq` are the oldest record's, which stays in flight while
   // holding_.
-  Status sleepOnOldest(void* event, uint64_t seq, uint64_t spinNs) {
+  Status sleepOnOldest(void* event, uint64_t seq, uint64_t spinNs, uint64_t traceId) {
     // Spin only after progress, not at every poll of a long wait; past kCompletionLongSpinNs
     // (a spin told to last as long as the wait), the thread looks at its inbox and comes back
     // (NotReady without sleeping), and yields its core between queries.
@@ -469,7 +477,10 @@ class Completion {
     const bool yield = spinNs > kHostWaitSpinNs;
     for (;;) {
       Status s = d_.eventQuery(event);
-      if (s.code() != Result::NotReady) return s;
+      if (s.code() != Result::NotReady) {
+        core::trace::span(core::trace::kCompletionSpin, traceId, start);
+        return s;
+      }
       uint64_t now = core::nowNs();
       if (now - start >= spin) break;
       // Not back to back: see kCompletionQueryGapNs.
@@ -481,9 +492,15 @@ class Completion {
           core::cpuRelax();
       }
     }
-    if (spinNs > kCompletionLongSpinNs && pollNs_ == kPollMinNs)
+    if (spinNs > kCompletionLongSpinNs && pollNs_ == kPollMinNs) {
+      core::trace::span(core::trace::kCompletionPoll, traceId, start);
       return Status(Result::NotReady);  // spins on at the next look
-    if (q_->device->config.blockingSyncEvents) return d_.eventSynchronize(event);
+    }
+    if (q_->device->config.blockingSyncEvents) {
+      Status s = d_.eventSynchronize(event);
+      core::trace::span(core::trace::kCompletionDriver, traceId, start);
+      return s;
+    }
     // A plain event cannot be slept on (eventSynchronize spins on it with the context's default
     // scheduling). When the oldest record is the last work enqueued on the stream, a
     // blocking-sync event recorded behind it on the same stream completes with it: sleep on
@@ -500,13 +517,16 @@ class Completion {
       if (lock.owns_lock() && q_->pushed == seq) {
         BATON_TRY(d_.eventRecord(q_->sleepEvent, q_->stream));
         lock.unlock();
-        return d_.eventSynchronize(q_->sleepEvent);
+        Status s = d_.eventSynchronize(q_->sleepEvent);
+        core::trace::span(core::trace::kCompletionDriver, traceId, start);
+        return s;
       }
     }
     // Later work is queued behind the oldest record (a sleep in the driver would last until that
     // work is done too), or the issuing thread is busy: poll, at most kUrgentPollMaxNs apart.
     q_->waker->parker.park(Deadline::after(std::min(pollNs_, kUrgentPollMaxNs)));
     pollNs_ = std::min(pollNs_ * 2, kUrgentPollMaxNs);
+    core::trace::span(core::trace::kCompletionPoll, traceId, start);
     return Status(Result::NotReady);
   }
 

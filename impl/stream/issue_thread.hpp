@@ -27,6 +27,7 @@
 #include "notifier.hpp"
 #include "queue_shared.hpp"
 #include "stream_tuning.hpp"
+#include "trace.hpp"
 
 namespace baton::stream {
 namespace {
@@ -150,10 +151,13 @@ class IssueThread {
                   issuer_->version.load(std::memory_order_seq_cst) != version;
       for (const std::shared_ptr<QueueShared>& q : queues)
         work |= q->issueWork() || q->stop.load(std::memory_order_seq_cst);
-      if (!work)
+      if (!work) {
+        const uint64_t sleptAt = core::trace::on() ? core::nowNs() : 0;
         issuer_->parker.park(Deadline::never());
-      else if (waiting)
+        core::trace::span(core::trace::kIssueSleep, 0, sleptAt);
+      } else if (waiting) {
         issuer_->parker.park(Deadline::after(kPollMinNs));
+      }
       issuer_->idle.store(false, std::memory_order_seq_cst);
       idleSince = 0;
     }

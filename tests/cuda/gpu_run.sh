@@ -168,25 +168,24 @@ fi
 # NCCL's channels for the raw communicators and baton's (NCCL_DEBUG=INFO).
 if has collprofile; then
   CB="$B/bench/collectives/collectives_bench"
-  prof() {  # <name> <env...>
-    local name=$1; shift
-    log "collectives profile: latency, $name"
-    env "$@" BATON_TRACE="/tmp/trace-$name.json" timeout 120 "$CB" latency --reps ${PROFILE_REPS:-3} > "$OUT/profile-$name.log" 2>&1
-    echo "rc=$?"; grep -A12 "size  " "$OUT/profile-$name.log" | head -12
+  prof() {  # <name> <benchmark> <env...>: traced into /tmp/trace-<name>.json
+    local name=$1 what=$2; shift 2
+    log "collectives profile: $what, $name"
+    env "$@" BATON_TRACE="/tmp/trace-$name.json" timeout 120 "$CB" $what --reps ${PROFILE_REPS:-3} > "$OUT/profile-$name.log" 2>&1
+    echo "rc=$?"; grep -E -A10 "size  |step time" "$OUT/profile-$name.log" | head -12
     python3 bench/collectives/trace_profile.py "/tmp/trace-$name.json" 2>&1 | tee -a "$OUT/profile-$name.log"
   }
-  prof default
-  prof spin BATON_BENCH_HOST_WAIT_SPIN=forever
-  prof issuing-thread BATON_STREAM_DIRECT_ISSUE=0
-  prof direct BATON_STREAM_DIRECT_ISSUE=1
-  for it in 20 200; do
+  prof latency latency
+  prof latency-spin latency BATON_BENCH_HOST_WAIT_SPIN=forever
+  prof latency-issuing-thread latency BATON_STREAM_DIRECT_ISSUE=0
+  prof pipeline pipeline
+  prof pipeline-spin pipeline BATON_BENCH_HOST_WAIT_SPIN=forever
+  [ "${PROFILE_BW:-1}" = 1 ] && for it in 20 200; do
     log "collectives profile: bandwidth, $it per timing"
     timeout 200 "$CB" bandwidth --sizes ${PROFILE_SIZES:-8M,32M,64M,128M,256M} --iterations $it > "$OUT/profile-bw-$it.log" 2>&1
     echo "rc=$?"; grep -A8 "size  " "$OUT/profile-bw-$it.log" | head -8
   done
-  log "collectives profile: NCCL's channels"
-  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 120 "$CB" bandwidth --sizes 64M --reps 1 > "$OUT/profile-nccl-info.log" 2>&1
-  echo "rc=$?"; grep -E "nRanks|nChannels|Channel 00|comm 0x|CC Off|Init COMPLETE" "$OUT/profile-nccl-info.log" | cut -c1-200 | head -30
+  [ "${PROFILE_BW:-1}" = 1 ] && log "collectives profile: NCCL's channels" && NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT timeout 120 "$CB" bandwidth --sizes 64M --reps 1 > "$OUT/profile-nccl-info.log" 2>&1 && grep -E "nRanks|nChannels|Channel 00|comm 0x|CC Off|Init COMPLETE" "$OUT/profile-nccl-info.log" | cut -c1-200 | head -30
 fi
 if has cross; then
   log graphs across hip, cuda and the host
