@@ -363,11 +363,16 @@ Status waitUntraced(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline
       }
       // Nothing to spin on: a value another host thread publishes (the host backend, host calls,
       // collectives: see impl/stream/collectives.hpp), often microseconds away. Polled as long as
-      // a stream backend's host wait spins on its event by default, then a sleep.
-      if (covered.empty())
-        waiter.parker.park(until, kHostWaitSpinDefaultNs);
-      else
+      // a stream backend's host wait spins on its event by default, or as the publishing
+      // device's host waits are told to (noteHostPublisherSpin), then a sleep.
+      if (covered.empty()) {
+        uint64_t spinNs = kHostWaitSpinDefaultNs;
+        for (size_t i : pending)
+          spinNs = std::max(spinNs, entries[i].semaphore->hostPublisherSpin());
+        waiter.parker.park(until, spinNs);
+      } else {
         waiter.parker.park(until);
+      }
     }
     for (size_t i = 0; i < linked; ++i) entries[pending[i]].semaphore->unlink(nodes[i]);
     // A wake deferred past a semaphore's lock may still land after this reset; the next park

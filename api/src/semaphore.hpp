@@ -127,6 +127,19 @@ class alignas(64) Semaphore : public Object {
   // Fails the semaphore if a pending timepoint belongs to `device` (device loss).
   void failIfPendingOn(const Device* device, const std::string& reason);
 
+  // A queue's submission will reach (or fail) values of this semaphore from the host (host
+  // calls, collectives: no event to spin on), and the host waits of its device spin `spinNs`
+  // (Device::setHostWaitSpin): a host wait for a value that nothing recorded covers then polls
+  // that long before it sleeps, at least kHostWaitSpinDefaultNs. The latest such submission's
+  // device decides. Any thread; relaxed.
+  void noteHostPublisherSpin(uint64_t spinNs) noexcept {
+    if (hostPublishSpinNs_.load(std::memory_order_relaxed) != spinNs)
+      hostPublishSpinNs_.store(spinNs, std::memory_order_relaxed);
+  }
+  uint64_t hostPublisherSpin() const noexcept {
+    return hostPublishSpinNs_.load(std::memory_order_relaxed);
+  }
+
   WaitState poll(uint64_t value);
   // Links node unless the wait is already decided (reached, failed, or covered by a timepoint
   // and node.wantsTimepoints): then returns false and the caller polls again.
@@ -165,6 +178,7 @@ class alignas(64) Semaphore : public Object {
   std::atomic<uint64_t> value_;
   std::atomic<bool> failed_{false};
   std::atomic<bool> hasTimepoints_{false};
+  std::atomic<uint64_t> hostPublishSpinNs_{0};  // noteHostPublisherSpin
   Mutex mutex_;
   HeadVector<Pending, 32> pending_;  // ascending value
   WaitNode* waiters_ = nullptr;

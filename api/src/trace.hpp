@@ -18,9 +18,9 @@
 //     Slices: "submit" (X, the core submit call, args: queue and submission ids), "wait" and
 //     "waitIdle" (B/E, host waits: entries, mode, result), "host call #N" and "native #N" (B/E,
 //     where the callback ran; "library call #N", the device's collective caller thread
-//     enqueueing submission N's collectives), "signal" (X, a host signal), "issue #N" (X, a stream queue's driver
-//     calls for submission N). Instants (i): "semaphore failed" (reason), "device lost" and
-//     "communicator failed" (global, reason).
+//     enqueueing submission N's collectives), "signal" (X, a host signal), "issue #N" (X, a stream
+//     queue's driver calls for submission N). Instants (i): "semaphore failed" (reason), "device
+//     lost" and "communicator failed" (global, reason).
 //   - process "baton queues": per queue a track named after its label ("queue 0 of device #1
 //     (host)") with one slice per submission, "#N" (X), from when it started executing —
 //     host queues: exactly; stream queues: as observed, max(issued, the previous submission's
@@ -204,6 +204,7 @@ enum SpanKind : uint32_t {
   kIssueSleep,        // the issuing thread slept until a submission woke it
   kCallerSleep,       // a collective caller thread slept until a group was posted
   kCallerWait,        // the issuing thread waited for the caller's group to return
+  kCompletionNext,    // the completion thread polled its inbox after collectives
 };
 // A span of `kind` from beginNs (nowNs()) until now, on this thread.
 inline void span(SpanKind kind, uint64_t id, uint64_t beginNs) {

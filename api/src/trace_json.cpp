@@ -411,11 +411,15 @@ class Writer {
           break;
         }
         case RecordKind::Span: {
-          static const char* const kNames[] = {
-              "completion: spin on event", "completion: sleep in driver",
-              "completion: poll",          "completion: lazy park",
-              "completion: idle",          "issue: sleep",
-              "caller: sleep",             "issue: wait for caller"};
+          static const char* const kNames[] = {"completion: spin on event",
+                                               "completion: sleep in driver",
+                                               "completion: poll",
+                                               "completion: lazy park",
+                                               "completion: idle",
+                                               "issue: sleep",
+                                               "caller: sleep",
+                                               "issue: wait for caller",
+                                               "completion: poll inbox"};
           const char* name = r.small < sizeof kNames / sizeof kNames[0] ? kNames[r.small] : "span";
           Event& e = add('X', r.a ? std::string(name) + " #" + std::to_string(r.a) : name, "thread",
                          r.c, pid, tid);

@@ -87,7 +87,13 @@ class Completion {
         // While the queue keeps working, park lazily (the next records do not wake it, see
         // parkLazily); after kIdleAfterNs without records, sleep until a push wakes it: one
         // wake-up when the queue starts working again.
-        const uint64_t now = core::nowNs();
+        uint64_t now = core::nowNs();
+        if (publishedCollectives_) {
+          // See kCompletionNextSpinNs: the next collective's record, without a wake-up.
+          publishedCollectives_ = false;
+          if (awaitInbox(now)) continue;
+          now = core::nowNs();
+        }
         if (emptySince_ == 0) emptySince_ = now;
         if (now - emptySince_ < kIdleAfterNs) {
           // Nothing to look at: only records (a push wakes it for urgent ones, kLookRecords of
@@ -133,13 +139,32 @@ class Completion {
           letGo();
           break;
         case Next::kSleep: {
-          Status err = sleepOnOldest(next.event, next.seq, next.spinNs, next.traceId);
+          Status err =
+              sleepOnOldest(next.event, next.seq, next.spinNs, next.traceId, next.privateEvent);
           letGo();
           if (err.isError()) lose(err);
           break;
         }
         case Next::kLost: lose(next.error); break;
       }
+    }
+  }
+
+  // Polls the inbox for up to kCompletionNextSpinNs from `start` (pausing, then yielding the
+  // core between polls); true when records (or the queue's end) came.
+  bool awaitInbox(uint64_t start) {
+    for (;;) {
+      const bool came = q_->inboxPending.load(std::memory_order_acquire) ||
+                        q_->stop.load(std::memory_order_acquire);
+      const uint64_t now = core::nowNs();
+      if (came || now - start >= kCompletionNextSpinNs) {
+        core::trace::span(core::trace::kCompletionNext, 0, start);
+        return came;
+      }
+      if (now - start < kSpinBeforeYieldNs)
+        for (int i = 0; i < 16; ++i) core::cpuRelax();
+      else
+        std::this_thread::yield();
     }
   }
 
@@ -222,6 +247,7 @@ class Completion {
     uint64_t seq = 0;            // kSleep: the oldest record's Record::seq
     uint64_t spinNs = 0;         // kSleep: how long to spin on it first (after progress)
     uint64_t traceId = 0;        // kSleep: the oldest record's submission's (the trace's spans)
+    bool privateEvent = false;   // kSleep: only this thread queries its event (collectives)
     Status error;                // kLost: the driver's error
   };
 
@@ -270,9 +296,11 @@ class Completion {
       // waiters cannot spin on its event, so this thread spins for them, as long as the device's
       // host waits do (Device::setHostWaitSpin), at least kCompletionSpinNs.
       next.spinNs = kCompletionSpinNs;
-      if (inflight_.front().collectives)
+      if (inflight_.front().collectives) {
         next.spinNs =
             std::max(kCompletionSpinNs, q_->device->hostWaitSpinNs.load(std::memory_order_relaxed));
+        next.privateEvent = true;
+      }
       return next;
     }
     if (n) {
@@ -468,7 +496,8 @@ class Completion {
   // or a poll after a short backoff sleep. Returns NotReady when it woke without completion.
   // Without mutex_: `event` and `seq` are the oldest record's, which stays in flight while
   // holding_.
-  Status sleepOnOldest(void* event, uint64_t seq, uint64_t spinNs, uint64_t traceId) {
+  Status sleepOnOldest(void* event, uint64_t seq, uint64_t spinNs, uint64_t traceId,
+                       bool privateEvent) {
     // Spin only after progress, not at every poll of a long wait; past kCompletionLongSpinNs
     // (a spin told to last as long as the wait), the thread looks at its inbox and comes back
     // (NotReady without sleeping), and yields its core between queries.
@@ -484,7 +513,8 @@ class Completion {
       uint64_t now = core::nowNs();
       if (now - start >= spin) break;
       // Not back to back: see kCompletionQueryGapNs.
-      const uint64_t next = now + kCompletionQueryGapNs;
+      const uint64_t next =
+          now + (privateEvent ? kCompletionPrivateQueryGapNs : kCompletionQueryGapNs);
       while (core::nowNs() < next) {
         if (yield && now - start >= kHostWaitSpinYieldAfterNs)
           std::this_thread::yield();
@@ -546,7 +576,10 @@ class Completion {
     // with the same build without them: completion threads' CPU per round trip 0.9-1.1 us
     // against 1.0-1.2, and per bench/cuda/frame_bench frame 52.7-60.1 against 58.1-71.3 us.
     for (size_t i = 0; i < n; ++i) prefetchRecord(inflight_[i]);
-    for (size_t i = 0; i < n; ++i) ops += inflight_[i].ops;
+    for (size_t i = 0; i < n; ++i) {
+      ops += inflight_[i].ops;
+      publishedCollectives_ |= static_cast<bool>(inflight_[i].collectives);
+    }
     if (core::trace::on())  // the trace's "completed as observed", before the signals go out
       for (size_t i = 0; i < n; ++i)
         if (inflight_[i].submission) core::trace::completed(inflight_[i].submission->traceId);
@@ -788,8 +821,9 @@ class Completion {
   size_t urgent_ = 0;            // records in inflight_ with Record::urgent
   bool contextCurrent_ = false;  // the device's context is current on this thread
   uint64_t pollNs_ = kPollMinNs;
-  uint64_t lazyNs_ = kLazyLookMinNs;  // the next lazy park's length (parkLazily)
-  uint64_t emptySince_ = 0;           // when it last found nothing in flight (0: not empty)
+  uint64_t lazyNs_ = kLazyLookMinNs;   // the next lazy park's length (parkLazily)
+  uint64_t emptySince_ = 0;            // when it last found nothing in flight (0: not empty)
+  bool publishedCollectives_ = false;  // finish published a record with collectives (run)
 };
 
 }  // namespace

@@ -225,6 +225,10 @@ class StreamQueue final : public core::QueueImpl {
       }
     if (e.hostPublish) {
       q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);
+      // Their host waiters have no event to spin on: they poll as this device's would.
+      const uint64_t spinNs = q_->device->hostWaitSpinNs.load(std::memory_order_relaxed);
+      for (const core::Submission::Signal& s : sub->signals)
+        s.semaphore->noteHostPublisherSpin(spinNs);
     } else if (!sub->signals.empty()) {
       void* event = nullptr;
       // Without an event now, the issuing thread publishes the signals after recording.

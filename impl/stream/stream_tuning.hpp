@@ -44,6 +44,16 @@ constexpr uint64_t kCompletionLongSpinNs = 2'000'000;
 // waited event back to back made each cuStreamWaitEvent + cuEventRecord pair 2.3x slower
 // (0.61 -> 1.41 us), with 16 pauses between queries 1.6x, every 20 us not measurably.
 constexpr uint64_t kCompletionQueryGapNs = 2'000;
+// A record with collectives has its signals published by this thread, not as timepoints: no
+// other thread uses its event, so the thread queries it back to back (a few pauses apart). With
+// the 2 µs gap the latency of a small all-reduce carried ~1 µs of it on average.
+constexpr uint64_t kCompletionPrivateQueryGapNs = 100;
+// After it published records with collectives and has nothing left in flight, the thread polls
+// its inbox this long before it parks: a collective is often followed by the next one within
+// microseconds (a loop of them, each waited for), whose push then costs no wake-up (a futex
+// syscall on the issuing thread and a thread to schedule before the GPU finishes). As long as a
+// collective caller thread spins for its next group (collectives.cpp).
+constexpr uint64_t kCompletionNextSpinNs = 50'000;
 // While something needs completions observed (Waker::needed, urgent records) but the thread
 // cannot sleep in the driver, it polls, with a backoff from 20 µs to 50 µs. Sleeping in the
 // driver needs a blocking-sync event behind the oldest record (blocking-sync pool events cost
