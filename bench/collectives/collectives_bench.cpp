@@ -4,8 +4,11 @@
 // drift of the machine hits both; the tables give the medians and their ratio baton/raw.
 //
 //   bandwidth  allReduce of float32, sum, 8 B .. 1 GiB (x4 steps, and 64 MiB, 256 MiB, 1 GiB):
-//              bus bandwidth (algbw x 2(n-1)/n) of a loop of back-to-back allReduces, timed on
-//              the host from the first call until both ranks' last one completed. Raw: the two
+//              bus bandwidth (algbw x 2(n-1)/n) of a loop of back-to-back allReduces (16 GiB in
+//              all, 20 to 2000 calls), timed on the host from the first call until both ranks'
+//              last one completed. Then the burst: 20 allReduces of 64 MiB timed the same way,
+//              each timing after 5 ms of an idle host, whose difference is what a loop costs
+//              baton once (its threads' wake-ups at both ends). Raw: the two
 //              blocking communicators of ncclCommInitAll, one stream per GPU, this thread issuing
 //              both ranks' calls in one ncclGroupStart/End per iteration, an event recorded per
 //              stream after the loop and cuEventSynchronize on each. baton:
@@ -56,6 +59,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collective_ranks.hpp"
@@ -138,13 +142,21 @@ std::vector<uint64_t> latencySizes() {
   return sizes;
 }
 int reps() { return opt.reps > 0 ? opt.reps : opt.quick ? 2 : 5; }
-// Back-to-back allReduces per bandwidth timing: enough that a timing spans a few milliseconds and
-// more than the issue of its first call; 5 with --quick.
+// Back-to-back allReduces per bandwidth timing: 16 GiB in all, 20 to 2000 of them (a timing of
+// 30-100 ms on 2×H200), so that what a loop costs once — the first call's issue after the host
+// idled, seeing the last completion — is not counted as bandwidth (the burst figure below shows
+// it); 5 with --quick. (Until 2026-11-28 512 MiB in all, 20 to 500: 20 calls of 64 MiB, ~5 ms,
+// where baton's ~0.2-0.5 ms of thread wake-ups at both ends read as 0.91-0.97x of raw.)
 int bandwidthIterations(uint64_t bytes) {
   if (opt.iterations > 0) return opt.iterations;
   if (opt.quick) return 5;
-  return static_cast<int>(std::clamp<uint64_t>((512ull << 20) / bytes, 20, 500));
+  return static_cast<int>(std::clamp<uint64_t>((16ull << 30) / bytes, 20, 2000));
 }
+// The burst: this many allReduces of kBurstBytes, each timing started after the host idled
+// (kBurstIdleUs, as the other side's run and the check leave it), timed as the bandwidth loops.
+constexpr int kBurstCalls = 20;
+constexpr uint64_t kBurstBytes = 64ull << 20;
+constexpr int kBurstIdleUs = 5000;
 int latencyIterations() { return opt.iterations > 0 ? opt.iterations : opt.quick ? 20 : 200; }
 int pipelineSteps() { return opt.iterations > 0 ? opt.iterations : opt.quick ? 5 : 50; }
 
@@ -266,6 +278,9 @@ struct PipelineResult {
   double rawUs = 0, batonUs = 0, computeUs = 0, commUs = 0;
 };
 std::vector<Row> bandwidthRows, latencyRows;
+struct Burst {
+  double rawUs = 0, batonUs = 0;  // 0: not measured
+} burst;
 PipelineResult pipelineResult;
 std::vector<std::string> failures;
 std::string runDate;  // when the run started, local time
@@ -278,6 +293,30 @@ const char* verdict(bool applies, bool met) {
 }
 
 // ---- 1. bandwidth ----------------------------------------------------------------------------
+
+// What a loop of allReduces costs once: kBurstCalls of kBurstBytes after kBurstIdleUs of the host
+// doing nothing (baton's threads then sleep: the issuing and caller threads are woken by the
+// first submission, the completion threads sleep in the driver on the last record), against the
+// same on raw NCCL; the difference in µs is the fixed cost, paid once per burst.
+void benchBurst(AllReduce& a) {
+  recordAllReduce(a, kBurstBytes);
+  std::vector<double> raw, ours;
+  auto idle = [] { std::this_thread::sleep_for(std::chrono::microseconds(kBurstIdleUs)); };
+  rawAllReduces(a, 2);
+  batonAllReduces(a, 2);
+  for (int rep = 0; rep < 3 * reps(); ++rep) {
+    idle();
+    raw.push_back(rawAllReduces(a, kBurstCalls) * 1e6);
+    idle();
+    ours.push_back(batonAllReduces(a, kBurstCalls) * 1e6);
+  }
+  burst = {median(raw), median(ours)};
+  std::printf(
+      "burst: %d allReduces of %s, each timing after %d ms of an idle host: raw %.1f us, baton "
+      "%.1f us (%.3fx); baton's fixed cost per burst %.1f us\n",
+      kBurstCalls, sizeText(kBurstBytes).c_str(), kBurstIdleUs / 1000, burst.rawUs, burst.batonUs,
+      burst.batonUs / burst.rawUs, burst.batonUs - burst.rawUs);
+}
 
 void benchBandwidth(const std::vector<uint64_t>& sizes) {
   const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
@@ -314,6 +353,7 @@ void benchBandwidth(const std::vector<uint64_t>& sizes) {
                 verdict(bytes >= (64ull << 20), ratio >= 0.98));
   }
   std::printf("target: >= 0.98x at 64 MiB and above\n");
+  if (largest >= kBurstBytes && !opt.quick) benchBurst(a);
   release(a);
 }
 
@@ -593,6 +633,12 @@ void writeJson(const char* path) {
   };
   rows("bandwidth", bandwidthRows, true);
   rows("latency", latencyRows, false);
+  if (burst.rawUs > 0)
+    std::fprintf(f,
+                 "  \"burst\": {\"calls\": %d, \"bytes\": %llu, \"idle_us\": %d, \"raw_us\": %.2f, "
+                 "\"baton_us\": %.2f, \"fixed_cost_us\": %.2f},\n",
+                 kBurstCalls, static_cast<unsigned long long>(kBurstBytes), kBurstIdleUs,
+                 burst.rawUs, burst.batonUs, burst.batonUs - burst.rawUs);
   const PipelineResult& p = pipelineResult;
   if (p.ran)
     std::fprintf(f,
