@@ -78,6 +78,10 @@ void Notifier::unparkLater(Ref<Object> owner, Parker* parker) {
   notifier_detail::tPending = true;
 }
 
+void Notifier::wakeWaitersNow() {
+  if (ThreadState* t = tState; t && !t->wakes.empty()) wakeAll(*t);
+}
+
 void Notifier::schedule(Queue* queue) {
   std::vector<Ref<Queue>>& scheduled = threadState().scheduled;
   for (const Ref<Queue>& q : scheduled)

@@ -57,6 +57,11 @@ class Notifier {
   // its nodes), to sleep a second time. `owner` keeps the parker alive until the wake, so a
   // waiter that timed out meanwhile may return safely. Callable with any lock held.
   static void unparkLater(Ref<Object> owner, Parker* parker);
+  // Wakes the host waiters that this thread's scopes collected so far, now rather than when the
+  // outermost Scope closes (the scheduler passes still wait for that): for a thread that
+  // published values and has more to do before its scope closes (a completion thread, which
+  // then destroys the records it retired). Only with no semaphore lock held. Inside a Scope.
+  static void wakeWaitersNow();
   // Removes and returns the passes scheduled on this thread, for a thread that must not run
   // them itself: a CUDA/HIP host function, where issuing (driver calls) is forbidden, hands
   // them to another thread, which calls Queue::evaluate() on each. Call it inside a Scope.

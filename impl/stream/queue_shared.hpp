@@ -120,6 +120,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Hands a record to the completion thread; issueMutex held.
   void push(Record&& record) {
     record.seq = ++pushed;
+    if (record.timepoint) newestEvent = record.timepoint->event();
     opsIssued += record.ops;
     if (directIssuing) {
       // On a submitting thread (StreamQueue::finishDirect): handed over at once, behind what the
@@ -413,7 +414,12 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // Held by the issuing thread while it enqueues; orders that with the completion thread's
   // look at the stream (sleepOnOldest) and its failAll.
   core::Mutex issueMutex;
-  uint64_t pushed = 0;         // records pushed so far (issueMutex)
+  uint64_t pushed = 0;  // records pushed so far (issueMutex)
+  // The event of the newest record pushed (issueMutex), for a submitting thread's check that the
+  // queue ran dry (StreamQueue::startDirect). Pool events are destroyed only with the device,
+  // so a query of it is always defined: complete means that record completed (its event went
+  // back to the pool only after that, and whatever recorded it since completed too).
+  void* newestEvent = nullptr;
   std::vector<Record> outbox;  // pushed, not yet handed to the completion thread (issueMutex)
   std::atomic<uint64_t> outboxSince{0};  // when its oldest record was pushed
   uint64_t issuedPasses = 0;  // passes of the issuing thread that issued for the queue (serve)

@@ -60,6 +60,7 @@ Stats stats() noexcept {
   s.recordsInFlight = c[kRecordsPushed] - c[kRecordsFinished];
   s.timepointsPublishedLate = c[kPublishedLate];
   s.directIssued = c[kDirectIssued];
+  s.directAfterQuery = c[kDirectAfterQuery];
   s.postedToIssuer = c[kPosted];
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];

@@ -115,6 +115,10 @@ struct Stats {
   // posted to a device's issuing thread (only grow).
   uint64_t directIssued = 0;
   uint64_t postedToIssuer = 0;
+  // Of the direct issues, those made after the submitting thread found the issuing thread
+  // asleep and its query of the queue's newest record found it complete (StreamQueue::
+  // startDirect): a queue that ran dry without anyone observing it.
+  uint64_t directAfterQuery = 0;
   // Times a completion thread parked with records in flight that nothing needed (it looks
   // lazily, see impl/stream/completion.hpp), and the looks for completed records, its own and
   // those of direct issuers retiring their records (only grow).

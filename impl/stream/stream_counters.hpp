@@ -34,16 +34,17 @@ enum Counter : size_t {
   kTimepointsGone,
   kRecordsPushed,  // to a completion thread
   kRecordsFinished,
-  kPublishedLate,    // see Stats::timepointsPublishedLate
-  kDirectIssued,     // submissions issued by their submitting thread (see Stats::directIssued)
-  kPosted,           // submissions posted to an issuing thread
-  kLazyParks,        // completion threads parked with records in flight that nothing needed
-  kCompletionLooks,  // looks for completed records (completion threads, retireOnSubmit)
-  kHostCallParks,    // completion threads parked until host calls ran (Completion::awaitHostCalls)
-  kRepublished,      // host-published records turned into timepoints (publishBehindHostCalls)
-  kRetiredOnSubmit,  // records retired by direct issuers (Completion::retireOnSubmit)
-  kHostWaitSpins,    // host waits on a recorded event that spun on it (StreamTimepoint::wait)
-  kHostWaitSleeps,   // host waits on an event that slept until a completion thread woke them
+  kPublishedLate,     // see Stats::timepointsPublishedLate
+  kDirectIssued,      // submissions issued by their submitting thread (see Stats::directIssued)
+  kDirectAfterQuery,  // of those, after a query found the queue ran dry (Stats::directAfterQuery)
+  kPosted,            // submissions posted to an issuing thread
+  kLazyParks,         // completion threads parked with records in flight that nothing needed
+  kCompletionLooks,   // looks for completed records (completion threads, retireOnSubmit)
+  kHostCallParks,     // completion threads parked until host calls ran (Completion::awaitHostCalls)
+  kRepublished,       // host-published records turned into timepoints (publishBehindHostCalls)
+  kRetiredOnSubmit,   // records retired by direct issuers (Completion::retireOnSubmit)
+  kHostWaitSpins,     // host waits on a recorded event that spun on it (StreamTimepoint::wait)
+  kHostWaitSleeps,    // host waits on an event that slept until a completion thread woke them
   // Issue timing (setIssueTiming; see Stats::issueTimed): counted by the issuing threads only.
   kIssueTimed,        // submissions started
   kIssueBusyNs,       // in passes over a queue that issued
