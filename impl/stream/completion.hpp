@@ -88,9 +88,8 @@ class Completion {
         // parkLazily); after kIdleAfterNs without records, sleep until a push wakes it: one
         // wake-up when the queue starts working again.
         uint64_t now = core::nowNs();
-        if (publishedCollectives_) {
+        if (publishedCollectives_.exchange(false, std::memory_order_relaxed)) {
           // See kCompletionNextSpinNs: the next collective's record, without a wake-up.
-          publishedCollectives_ = false;
           if (awaitInbox(now)) continue;
           now = core::nowNs();
         }
@@ -586,7 +585,7 @@ class Completion {
     for (size_t i = 0; i < n; ++i) prefetchRecord(inflight_[i]);
     for (size_t i = 0; i < n; ++i) {
       ops += inflight_[i].ops;
-      publishedCollectives_ |= static_cast<bool>(inflight_[i].collectives);
+      if (inflight_[i].collectives) publishedCollectives_.store(true, std::memory_order_relaxed);
     }
     if (core::trace::on())  // the trace's "completed as observed", before the signals go out
       for (size_t i = 0; i < n; ++i)
@@ -832,10 +831,12 @@ class Completion {
   size_t urgent_ = 0;            // records in inflight_ with Record::urgent
   bool contextCurrent_ = false;  // the device's context is current on this thread
   uint64_t pollNs_ = kPollMinNs;
-  uint64_t lazyNs_ = kLazyLookMinNs;   // the next lazy park's length (parkLazily)
-  uint64_t emptySince_ = 0;            // when it last found nothing in flight (0: not empty)
-  bool publishedCollectives_ = false;  // finish published a record with collectives (run)
-  uint64_t seenCompleteSeq_ = 0;       // Record::seq of the last one sleepOnOldest saw complete
+  uint64_t lazyNs_ = kLazyLookMinNs;  // the next lazy park's length (parkLazily)
+  uint64_t emptySince_ = 0;           // when it last found nothing in flight (0: not empty)
+  // finish published a record with collectives (run); finish also runs on submitting threads
+  // (retireOnSubmit), so atomic.
+  std::atomic<bool> publishedCollectives_{false};
+  uint64_t seenCompleteSeq_ = 0;  // Record::seq of the last one sleepOnOldest saw complete
 };
 
 }  // namespace

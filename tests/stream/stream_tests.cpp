@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <thread>
 #include <tuple>
@@ -1095,6 +1096,80 @@ TEST_P(StreamBusyTest, ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread) {
   }
   EXPECT_EQ(idle.thread, std::this_thread::get_id())
       << "not issued inside submit once the queue's work completed (20 rounds)";
+}
+
+// A queue whose work completed without anyone observing it (its completion thread looks lazily,
+// nothing waited) while the device's issuing thread sleeps: a submit does not hand the next
+// submission to the sleeping thread (a wake-up, tens of µs) but queries the queue's newest record
+// and, finding it complete, issues directly (StreamQueue::startDirect; Stats::directAfterQuery).
+// The completion thread's lazy look may still see the work complete first (then the submission
+// is direct through the usual check): up to 10 rounds, each holding the GPU for 40 ms so that
+// the lazy looks back off to 16 ms, until one is issued after the query.
+TEST_P(StreamBusyTest, AQueueThatRanDryUnobservedIsIssuedOnTheSubmittingThread) {
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
+  struct Reset {
+    ~Reset() { baton::stream::resetIssueMode(); }
+  } reset;
+  auto done = makeSemaphore("done");
+  uint64_t value = 0, afterQuery = 0;
+  for (int round = 0; round < 10 && afterQuery == 0; ++round) {
+    if (!holdGpu()) GTEST_SKIP() << skip_;
+    ASSERT_OK(submit(queue(0), {}, {}, {{*done, ++value}}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));  // the issuing thread sleeps
+    openGpu();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the GPU runs dry, unobserved
+    ThreadSeen seen;
+    auto cb =
+        makeCommands([&](baton::CommandBuffer c) { EXPECT_OK(c.native(recordThread, &seen)); });
+    const baton::stream::Stats before = baton::stream::stats();
+    ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, ++value}}));
+    const baton::stream::Stats after = baton::stream::stats();
+    EXPECT_EQ(seen.calls.load(), 1) << "round " << round << ": not issued inside submit";
+    EXPECT_EQ(seen.thread, std::this_thread::get_id()) << "round " << round;
+    afterQuery = after.directAfterQuery - before.directAfterQuery;
+    ASSERT_OK(done->wait(value, kLongNs)) << sink_.dump();
+  }
+  EXPECT_EQ(afterQuery, 1u) << "in 10 rounds, no submission was issued after the query";
+}
+
+// A host wait for a value that a completion thread publishes (here a host call's: no event to
+// spin on) polls as long as the publishing device's host waits spin (noteHostPublisherSpin):
+// told to spin for the whole wait, the waiting thread stays on the CPU through a 60 ms host call;
+// by default it sleeps after 50 µs. Measured as the waiting thread's CPU time.
+Result sleep60ms(void*) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  return Result::Success;
+}
+double threadCpuMs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+TEST_P(StreamBackendTest, AHostPublishedValueIsPolledAsLongAsItsDevicesHostWaitsSpin) {
+  auto s = makeSemaphore("published by the host");
+  auto call =
+      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(sleep60ms, nullptr)); });
+  double waitedMs = 0;  // the wall time of the last wait
+  auto waitCpuMs = [&](uint64_t value) {
+    const double cpu = threadCpuMs();
+    const auto start = Clock::now();
+    EXPECT_OK(s->wait(value, kLongNs)) << sink_.dump();
+    waitedMs = secondsSince(start) * 1e3;
+    return threadCpuMs() - cpu;
+  };
+  ASSERT_OK(submit(queue(0), {}, {*call}, {{*s, 1}}));
+  const double sleeping = waitCpuMs(1);
+  // The fake driver's sync mode runs the call inside submit: then there is no wait to measure.
+  if (waitedMs < 30) GTEST_SKIP() << "the host call ran before the wait (" << waitedMs << " ms)";
+  ASSERT_OK(device_->setHostWaitSpin(baton::kHostWaitSpinForever));
+  ASSERT_OK(submit(queue(0), {}, {*call}, {{*s, 2}}));
+  const double spinning = waitCpuMs(2);
+  EXPECT_OK(device_->setHostWaitSpin(baton::kHostWaitSpinDefaultNs));
+  std::printf("waiting thread's CPU over a 60 ms host call: %.2f ms by default, %.2f ms spinning\n",
+              sleeping, spinning);
+  EXPECT_LT(sleeping, 15.0) << "the default host wait did not sleep";
+  EXPECT_GT(spinning, 12.0) << "a wait told to spin slept";
 }
 
 // Signals behind a submission with host calls are published by the host (the queue's signal

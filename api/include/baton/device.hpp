@@ -94,8 +94,11 @@ class BATON_API Device : public Handle<Device> {
   /// H100 test machine; docs/performance.md).
   /// `spinNs`: kHostWaitSpinDefaultNs (50 µs) on a new device; 0 sleeps at once;
   /// kHostWaitSpinForever spins for the whole wait (past the first 5 µs, yielding the core
-  /// between queries to other runnable threads). Waits that no single recorded signal covers (a
-  /// value not submitted yet, WaitMode::Any over several pending semaphores) sleep as before.
+  /// between queries to other runnable threads). A wait for a value that a submission to this
+  /// device publishes from the host (one with host calls or collectives: no event to spin on)
+  /// polls that long too, at least 50 µs (the latest such submission's device decides). Waits
+  /// that no single recorded signal covers (a value not submitted yet, WaitMode::Any over several
+  /// pending semaphores) sleep as before.
   /// Waits that start after the call use it. No effect on a host-backend device, whose queue
   /// threads wake waiters as they signal. Thread safe. Returns Success, ErrorInvalidHandle.
   [[nodiscard]] Result setHostWaitSpin(uint64_t spinNs) const noexcept;
