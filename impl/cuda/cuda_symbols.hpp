@@ -3,8 +3,9 @@
 //
 // The entry points are listed once, in X-macros: REQUIRED ones must all resolve or the backend is
 // unavailable; OPTIONAL ones (memory pools, external semaphores and memory, stream memory
-// operations, modules) may be null and gate capabilities. cuda.h maps API names to versioned
-// symbols (cuMemAlloc -> cuMemAlloc_v2, cuDeviceGetUuid -> cuDeviceGetUuid_v2); the table resolves
+// operations, modules, graphs and stream capture) may be null and gate capabilities. cuda.h maps
+// API names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2, cuDeviceGetUuid ->
+// cuDeviceGetUuid_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags); the table resolves
 // exactly the symbol that the header's prototype describes, so the types always match.
 //
 // Every call goes through BATON_CU, the one wrapper where tests inject faults (injectFault).
@@ -42,7 +43,11 @@
   X(cuStreamWaitValue32) X(cuStreamWriteValue32) X(cuStreamWaitValue64) X(cuStreamWriteValue64) \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)            \
   X(cuMemGetInfo) X(cuCtxSynchronize) X(cuMemcpyHtoD) X(cuMemcpyDtoH)                       \
-  X(cuEventElapsedTime) X(cuStreamQuery)
+  X(cuEventElapsedTime) X(cuStreamQuery)                                                    \
+  X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddEmptyNode) X(cuGraphAddMemcpyNode)         \
+  X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) X(cuGraphAddChildGraphNode)                 \
+  X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecUpdate)         \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)
 // clang-format on
 
 namespace baton::cuda {

@@ -6,7 +6,8 @@
 // unavailable; OPTIONAL ones gate capabilities or name a real difference between HIP versions:
 //   hipLaunchHostFunc   declared by 5.2 but not exported; hipStreamAddCallback is used instead
 //   hipDeviceGetUuid    exported since 5.2 (the UUID that Vulkan's deviceUUID matches)
-//   pools, external semaphores and memory, stream memory operations, modules: capabilities.
+//   pools, external semaphores and memory, stream memory operations, modules, graphs and stream
+//   capture: capabilities.
 // HIP's C++ overloads (hipMallocFromPoolAsync<T>) make `decltype(&::name)` ambiguous, so those
 // entries name their C prototype (BATON_HIP_OPTIONAL_TYPED).
 //
@@ -50,6 +51,11 @@
   X(hipImportExternalMemory) X(hipDestroyExternalMemory) X(hipExternalMemoryGetMappedBuffer) \
   X(hipStreamWaitValue64) X(hipStreamWriteValue64)                                           \
   X(hipModuleLoadData) X(hipModuleUnload) X(hipModuleGetFunction) X(hipModuleLaunchKernel)   \
+  X(hipGraphCreate) X(hipGraphDestroy) X(hipGraphAddEmptyNode) X(hipGraphAddMemcpyNode1D)    \
+  X(hipGraphAddMemsetNode) X(hipGraphAddHostNode) X(hipGraphAddChildGraphNode)               \
+  X(hipGraphInstantiateWithFlags) X(hipGraphExecDestroy) X(hipGraphLaunch)                   \
+  X(hipGraphExecUpdate) X(hipStreamBeginCapture) X(hipStreamEndCapture)                      \
+  X(hipStreamIsCapturing)                                                                    \
   X(hipMemGetInfo) X(hipDeviceSynchronize) X(hipMemcpyHtoD) X(hipMemcpyDtoH)                 \
   X(hipEventElapsedTime) X(hipStreamQuery)
 

@@ -6,6 +6,7 @@
 // does not export hipLaunchHostFunc), and queue-ordered allocation from the device's default
 // memory pool. Each test skips, with the runtime's reason, without a HIP device (AMD's runtime on
 // a machine without an AMD GPU: "hipInit failed: hipErrorInvalidDevice").
+#include <atomic>
 #include <functional>
 
 #include "hip_symbols.hpp"
@@ -172,6 +173,123 @@ TEST_P(HipTest, QueueOrderedAllocationUsesTheDefaultPool) {
   auto* words = map<uint32_t>(*out);
   EXPECT_EQ(words[0], kPattern);
   EXPECT_EQ(words[size / 4 - 1], kPattern);
+}
+
+// The graph entry points baton resolves (optional: ROCm 5.2 exports them, as do the translation
+// library and the fake driver), used by application code on the queue's stream from a native
+// callback: a graph of a fill and a host node after it, built, instantiated and launched; a
+// capture of a second fill (relaxed mode: baton's other threads keep calling the runtime); and
+// an update of the first executable graph from a graph of the same shape with another value,
+// launched by a second submission. Results are read back through a copy recorded after each.
+struct GraphWork {
+  const baton::hip::Symbols* hip = nullptr;
+  hipDeviceptr_t address = nullptr;
+  size_t words = 0;
+  uint32_t value = 0;
+  std::atomic<int> hostRuns{0};
+  hipError_t result = hipSuccess;
+  const char* failed = "";
+  hipStreamCaptureStatus during = hipStreamCaptureStatusNone;
+  hipGraphExec_t built = nullptr, captured = nullptr;
+  hipGraph_t graphs[3] = {};
+  hipGraphExecUpdateResult update = hipGraphExecUpdateError;
+
+  bool ok(hipError_t r, const char* what) {
+    if (r == hipSuccess) return true;
+    result = r;
+    failed = what;
+    return false;
+  }
+  // A fill of `value` over the whole buffer, then a host node counting its runs.
+  bool build(hipGraph_t* g, uint32_t fill) {
+    if (!ok(hip->hipGraphCreate(g, 0), "hipGraphCreate")) return false;
+    hipMemsetParams mp{};
+    mp.dst = address;
+    mp.elementSize = 4;
+    mp.width = words;
+    mp.height = 1;
+    mp.value = fill;
+    hipGraphNode_t fillNode = nullptr, hostNode = nullptr;
+    if (!ok(hip->hipGraphAddMemsetNode(&fillNode, *g, nullptr, 0, &mp), "hipGraphAddMemsetNode"))
+      return false;
+    hipHostNodeParams hp{};
+    hp.fn = [](void* user) { static_cast<GraphWork*>(user)->hostRuns.fetch_add(1); };
+    hp.userData = this;
+    return ok(hip->hipGraphAddHostNode(&hostNode, *g, &fillNode, 1, &hp), "hipGraphAddHostNode");
+  }
+  static Result first(const baton::NativeQueue& q, void* user) {
+    auto& w = *static_cast<GraphWork*>(user);
+    auto stream = static_cast<hipStream_t>(q.stream);
+    const baton::hip::Symbols& h = *w.hip;
+    if (!w.build(&w.graphs[0], kPattern) ||
+        !w.ok(h.hipGraphInstantiateWithFlags(&w.built, w.graphs[0], 0), "instantiate") ||
+        !w.ok(h.hipGraphLaunch(w.built, stream), "hipGraphLaunch") ||
+        !w.ok(h.hipStreamBeginCapture(stream, hipStreamCaptureModeRelaxed), "begin capture") ||
+        !w.ok(h.hipMemsetD32Async(w.address, static_cast<int>(kPattern + 1), w.words / 2, stream),
+              "captured fill") ||
+        !w.ok(h.hipStreamIsCapturing(stream, &w.during), "hipStreamIsCapturing") ||
+        !w.ok(h.hipStreamEndCapture(stream, &w.graphs[1]), "hipStreamEndCapture") ||
+        !w.ok(h.hipGraphInstantiateWithFlags(&w.captured, w.graphs[1], 0), "instantiate") ||
+        !w.ok(h.hipGraphLaunch(w.captured, stream), "hipGraphLaunch"))
+      return Result::ErrorDriver;
+    return Result::Success;
+  }
+  static Result second(const baton::NativeQueue& q, void* user) {
+    auto& w = *static_cast<GraphWork*>(user);
+    hipGraphNode_t errorNode = nullptr;
+    if (!w.build(&w.graphs[2], kPattern + 2) ||
+        !w.ok(w.hip->hipGraphExecUpdate(w.built, w.graphs[2], &errorNode, &w.update),
+              "hipGraphExecUpdate") ||
+        !w.ok(w.hip->hipGraphLaunch(w.built, static_cast<hipStream_t>(q.stream)), "hipGraphLaunch"))
+      return Result::ErrorDriver;
+    return Result::Success;
+  }
+};
+
+TEST_P(HipTest, GraphsBuiltCapturedAndUpdatedRunOnTheQueuesStream) {
+  const baton::hip::Symbols& h = hip();
+  if (!h.hipGraphCreate || !h.hipGraphAddMemsetNode || !h.hipGraphAddHostNode ||
+      !h.hipGraphInstantiateWithFlags || !h.hipGraphLaunch || !h.hipGraphExecUpdate ||
+      !h.hipStreamBeginCapture || !h.hipStreamEndCapture || !h.hipStreamIsCapturing ||
+      !h.hipGraphExecDestroy || !h.hipGraphDestroy)
+    GTEST_SKIP() << "this HIP runtime does not export the graph entry points";
+  const uint64_t size = 64 << 10;
+  auto data = makeBuffer(size, MemoryKind::Device);
+  auto out = makeBuffer(size, MemoryKind::HostPinned);
+  GraphWork w;
+  w.hip = &h;
+  w.words = size / 4;
+  uint64_t address = 0;
+  ASSERT_OK(data->getDeviceAddress(&address));
+  w.address = reinterpret_cast<hipDeviceptr_t>(address);
+  auto s = makeSemaphore("graphs");
+  auto first = makeCommands([&](baton::CommandBuffer c) {
+    EXPECT_OK(c.native(&GraphWork::first, &w));
+    EXPECT_OK(c.copyBuffer(*data, 0, *out, 0, size));
+  });
+  ASSERT_OK(submit(queue(0), {}, {*first}, {{*s, 1}}));
+  ASSERT_OK(s->wait(1, kLongNs)) << w.failed << ": " << baton::hip::resultName(w.result);
+  EXPECT_EQ(w.during, hipStreamCaptureStatusActive);
+  EXPECT_EQ(w.hostRuns.load(), 1);
+  auto* words = map<uint32_t>(*out);
+  EXPECT_EQ(words[0], kPattern + 1) << "the captured fill did not run after the graph's";
+  EXPECT_EQ(words[w.words / 2 - 1], kPattern + 1);
+  EXPECT_EQ(words[w.words / 2], kPattern) << "the built graph's fill did not run";
+  EXPECT_EQ(words[w.words - 1], kPattern);
+
+  auto second = makeCommands([&](baton::CommandBuffer c) {
+    EXPECT_OK(c.native(&GraphWork::second, &w));
+    EXPECT_OK(c.copyBuffer(*data, 0, *out, 0, size));
+  });
+  ASSERT_OK(submit(queue(0), {}, {*second}, {{*s, 2}}));
+  ASSERT_OK(s->wait(2, kLongNs)) << w.failed << ": " << baton::hip::resultName(w.result);
+  EXPECT_EQ(w.update, hipGraphExecUpdateSuccess);
+  EXPECT_EQ(w.hostRuns.load(), 2);
+  EXPECT_EQ(words[0], kPattern + 2) << "the updated graph did not use its new value";
+  EXPECT_EQ(words[w.words - 1], kPattern + 2);
+  EXPECT_EQ(h.hipGraphExecDestroy(w.built), hipSuccess);
+  EXPECT_EQ(h.hipGraphExecDestroy(w.captured), hipSuccess);
+  for (hipGraph_t g : w.graphs) EXPECT_EQ(h.hipGraphDestroy(g), hipSuccess);
 }
 
 INSTANTIATE_TEST_SUITE_P(, HipTest, ::testing::Values(baton::BackendKind::Hip), BackendParamName());

@@ -225,6 +225,13 @@ void destroyStream(Stream* stream) {
 }
 
 uint64_t enqueue(Stream& s, Stream::Op op) {
+  if (s.capturing.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.capture) {  // behaviour G5: a node of the capture, not run
+      captureLocked(s, std::move(op));
+      return s.enqueued;
+    }
+  }
   if (!config().async) {
     op();
     gCounters.opsExecuted.fetch_add(1, std::memory_order_relaxed);
@@ -323,4 +330,10 @@ extern "C" __attribute__((visibility("default"))) void batonFakeCudaStats(BatonF
   out->async = fake_cuda::config().async ? 1 : 0;
   out->delayUs = fake_cuda::config().delayUs;
   out->allocationsLive = get(gCounters.allocationsLive);
+  out->graphsLive = get(gCounters.graphsLive);
+  out->execsLive = get(gCounters.execsLive);
+  out->graphLaunches = get(gCounters.graphLaunches);
+  out->execUpdates = get(gCounters.execUpdates);
+  out->execUpdatesRefused = get(gCounters.execUpdatesRefused);
+  out->opsCaptured = get(gCounters.opsCaptured);
 }

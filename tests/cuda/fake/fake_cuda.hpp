@@ -13,9 +13,9 @@
 // The files: fake_cuda.hpp (this: what is modelled, and the engine's interface), engine.cpp (the
 // streams' worker threads, recorded positions, the host-function rule, configuration, counters),
 // devices.cpp (init, error names, devices, contexts), streams.cpp (streams, events, host
-// functions), memory.cpp (allocation, copies, fills, pools); where nccl.h is found, nccl.cpp
-// (communicators), nccl_collectives.cpp (collectives, sends, receives, groups) and nccl_reduce.cpp
-// (element types, reductions): the NCCL names, below.
+// functions), memory.cpp (allocation, copies, fills, pools), graphs.cpp (graphs, capture); where
+// nccl.h is found, nccl.cpp (communicators), nccl_collectives.cpp (collectives, sends, receives,
+// groups) and nccl_reduce.cpp (element types, reductions): the NCCL names, below.
 //
 // ---- Configuration (environment, read once) --------------------------------------------------
 //   BATON_FAKE_CUDA_MODE=async|sync  async (default): each stream is an in-order worker thread.
@@ -81,6 +81,36 @@
 //      is pending; INVALID_HANDLE for an event never recorded or created with
 //      CU_EVENT_DISABLE_TIMING.
 //  13. Calls that create objects need a current context (CUDA_ERROR_INVALID_CONTEXT otherwise).
+//  G1. Graphs (docs: "Graph Management", "Stream Management" for capture): cuGraphCreate,
+//      cuGraphDestroy; nodes added with their dependencies (nodes of the same graph, else
+//      CUDA_ERROR_INVALID_VALUE): cuGraphAddEmptyNode, cuGraphAddMemcpyNode (one-dimensional
+//      copies: Height and Depth 0 or 1, memory types host, device or unified; else
+//      CUDA_ERROR_NOT_SUPPORTED), cuGraphAddMemsetNode (elementSize 1, 2 or 4, height 0 or 1),
+//      cuGraphAddHostNode (runs as a host function: behaviour 7), cuGraphAddChildGraphNode (the
+//      child is cloned when added, as the driver documents).
+//  G2. cuGraphInstantiateWithFlags (cuGraphInstantiate) makes an executable graph from a
+//      snapshot of the graph: later changes to the graph, or its destruction, do not change it.
+//  G3. cuGraphLaunch enqueues the graph's nodes on the stream, in an order that respects their
+//      dependencies (the order they were added in, children inline): independent nodes run one
+//      after another, which is one of the orders the driver may choose. Each launch is ordered
+//      behind the previous launch of the same executable graph, on any stream.
+//  G4. cuGraphExecUpdate (cuGraphExecUpdate_v2): a graph with the same nodes (count, kinds, in
+//      order) and the same dependencies updates the executable graph's parameters for its later
+//      launches (CU_GRAPH_EXEC_UPDATE_SUCCESS); otherwise CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+//      with CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED (another count or other dependencies) or
+//      CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED, and the executable graph is unchanged.
+//  G5. Stream capture: cuStreamBeginCapture (_v2) on a stream other than the null stream (that:
+//      CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; one already capturing: CUDA_ERROR_ILLEGAL_STATE).
+//      Until cuStreamEndCapture, the operations enqueued on it (copies, fills, host functions,
+//      collectives of the NCCL names) become nodes of a graph, each depending on the one before,
+//      and do not run. cuStreamIsCapturing reports NONE, ACTIVE or INVALIDATED.
+//  G6. What the capture cannot take invalidates it and returns
+//  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+//      (the capture's global mode): cuStreamSynchronize and cuStreamQuery of the capturing stream,
+//      cuEventRecord and cuStreamWaitEvent on it (cross-stream capture is not modelled),
+//      cuMemAllocFromPoolAsync and cuMemFreeAsync on it; cuGraphLaunch on it likewise. Its
+//      cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph.
+//      cuStreamEndCapture of a stream not capturing: CUDA_ERROR_ILLEGAL_STATE.
 // What follows for tests: work of two streams on the same memory with no event between them runs
 // concurrently on host memory, so ThreadSanitizer reports it as a data race (on a GPU its result
 // is undefined too); a stream never destroyed (or whose cuStreamDestroy failed under baton's fault
@@ -92,9 +122,10 @@
 //     (stream::DriverFaults, at its wrapper around every driver call) stands in for them.
 //   - The legacy default stream's implicit synchronisation: the null stream (and
 //     CU_STREAM_LEGACY / CU_STREAM_PER_THREAD) is one more in-order stream of the context.
-//   - Kernels and modules, external semaphores and external memory, stream value waits and
-//     writes, graphs, priorities, IPC, peer access, cross-context handle checks; stream and
-//     event flags other than CU_EVENT_BLOCKING_SYNC and CU_EVENT_DISABLE_TIMING.
+//   - Kernels and modules (so no kernel nodes), external semaphores and external memory, stream
+//     value waits and writes, graph nodes other than those of G1, graph queries and node
+//     setters, cross-stream capture, priorities, IPC, peer access, cross-context handle checks;
+//     stream and event flags other than CU_EVENT_BLOCKING_SYNC and CU_EVENT_DISABLE_TIMING.
 //   - Memory limits: every allocation comes from the host heap; cuMemGetInfo reports 1 GiB.
 //   - Device-side timing: elapsed times are host times of the worker threads.
 //
@@ -216,6 +247,9 @@ struct BatonFakeCudaStats {
   // cuMemFreeHost, cuMemFreeAsync once its stream ran it): a test checks that nothing leaks
   // without a leak checker.
   uint64_t allocationsLive;
+  // Graphs (graphs.cpp): graphs and executable graphs not yet destroyed; launches; updates that
+  // succeeded and that were refused; ops captured from streams.
+  uint64_t graphsLive, execsLive, graphLaunches, execUpdates, execUpdatesRefused, opsCaptured;
 };
 extern "C" void batonFakeCudaStats(BatonFakeCudaStats* out);
 
@@ -248,7 +282,8 @@ const Config& config();
 struct Counters {
   std::atomic<uint64_t> hostFunctionViolations{0}, opsExecuted{0}, eventQueryNotReady{0},
       eventSyncBlocked{0}, streamWaitsBlocked{0}, streamSyncBlocked{0}, streamsLive{0},
-      eventsLive{0}, allocationsLive{0};
+      eventsLive{0}, allocationsLive{0}, graphsLive{0}, execsLive{0}, graphLaunches{0},
+      execUpdates{0}, execUpdatesRefused{0}, opsCaptured{0};
 };
 extern Counters gCounters;
 
@@ -287,6 +322,11 @@ struct Stream : std::enable_shared_from_this<Stream> {
   bool stop = false;                     // destroyed: drain, then exit
   bool exited = false;
   std::thread worker;
+  // Stream capture (graphs.cpp, behaviour G5): while `capture` is set (guarded by mutex), ops
+  // become nodes of that graph instead of running; `capturing` mirrors it for a lock-free check.
+  std::atomic<bool> capturing{false};
+  struct Graph* capture = nullptr;
+  bool captureInvalidated = false;
 };
 
 // A recorded position (cuEventRecord): complete once its stream has finished `position` ops.
@@ -301,8 +341,15 @@ struct Mark {
 Stream* resolve(CUstream handle);
 Stream* createStream(CUcontext context);
 void destroyStream(Stream* stream);
-// Appends an op (runs it, in sync mode); returns its position.
+// Appends an op (runs it, in sync mode); returns its position. On a capturing stream the op
+// becomes a node of the capture's graph instead (graphs.cpp), and the position does not move.
 uint64_t enqueue(Stream& stream, Stream::Op op);
+// graphs.cpp: with stream.mutex held and stream.capture set, appends `op` as a captured node.
+void captureLocked(Stream& stream, Stream::Op op);
+// Whether `stream` captures; an entry point that the capture cannot take calls invalidate.
+bool capturing(const Stream& stream);
+// Ends a capture in the invalidated state (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED at its end).
+void invalidateCapture(Stream& stream);
 // cuEventRecord's capture: an op that stamps the mark, at the stream's current end.
 std::shared_ptr<Mark> record(Stream& stream);
 bool complete(const Mark& mark);

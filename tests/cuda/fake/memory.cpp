@@ -188,6 +188,10 @@ CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* address, size_t size, CUme
   if (!address) return CUDA_ERROR_INVALID_VALUE;
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::capturing(*s)) {  // G6
+    fake_cuda::invalidateCapture(*s);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   void* p = std::calloc(1, size ? size : 1);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   allocated();
@@ -200,6 +204,10 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr address, CUstream stream) {
   FAKE_CUDA_ENTRY("cuMemFreeAsync");
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::capturing(*s)) {  // G6
+    fake_cuda::invalidateCapture(*s);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   fake_cuda::enqueue(*s, [address] { release(ptr(address)); });
   return CUDA_SUCCESS;
 }

@@ -48,6 +48,10 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   FAKE_CUDA_ENTRY("cuStreamSynchronize");
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::capturing(*s)) {  // G6
+    fake_cuda::invalidateCapture(*s);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   uint64_t position;
   {
     std::lock_guard<std::mutex> lock(s->mutex);
@@ -61,6 +65,10 @@ CUresult CUDAAPI cuStreamQuery(CUstream stream) {
   FAKE_CUDA_ENTRY("cuStreamQuery");
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::capturing(*s)) {  // G6
+    fake_cuda::invalidateCapture(*s);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   std::lock_guard<std::mutex> lock(s->mutex);
   return s->done == s->enqueued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -70,6 +78,10 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream stream, CUevent e, unsigned int) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::capturing(*s)) {  // G6
+    fake_cuda::invalidateCapture(*s);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   std::shared_ptr<Mark> mark = event(e)->current();
   if (!mark) return CUDA_SUCCESS;  // never recorded: nothing to wait for
   fake_cuda::enqueue(*s, [mark = std::move(mark)] {
@@ -105,6 +117,10 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream stream) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   Stream* s = fake_cuda::resolve(stream);
   if (!s) return CUDA_ERROR_INVALID_CONTEXT;
+  if (fake_cuda::capturing(*s)) {  // G6
+    fake_cuda::invalidateCapture(*s);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   std::shared_ptr<Mark> mark = fake_cuda::record(*s);
   Event* ev = event(e);
   std::lock_guard<std::mutex> lock(ev->mutex);

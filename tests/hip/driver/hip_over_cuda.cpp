@@ -9,7 +9,8 @@
 // name has the type baton resolves. This file loads the driver and holds HIP's current-device
 // model; hip_over_cuda_devices.cpp answers device queries, hip_over_cuda_execution.cpp streams,
 // events, callbacks and kernel launches, hip_over_cuda_memory.cpp memory, copies, pools and
-// imports, hip_over_cuda_errors.cpp the error names and the CUresult mapping. Handles pass straight
+// imports, hip_over_cuda_graphs.cpp graphs and stream capture, hip_over_cuda_errors.cpp the
+// error names and the CUresult mapping. Handles pass straight
 // through: a hipStream_t IS a CUstream, a hipEvent_t a CUevent (likewise pools, modules, functions,
 // external memory), so a native callback that receives baton's hipStream_t may hand it to CUDA
 // code.
@@ -35,7 +36,9 @@
 //   - enumeration (names, memory, the CUDA device's own UUID, properties with gcnArchName
 //     "sm_<major><minor>", attributes), streams, events, hipStreamAddCallback, device and pinned
 //     host memory, copies and fills, the device's default stream-ordered pool, OPAQUE_FD memory
-//     import, and modules (the tests' PTX kernels load and launch through HIP names);
+//     import, modules (the tests' PTX kernels load and launch through HIP names), graphs of
+//     empty, 1D copy, fill, host and child nodes, their instantiation, launch and update, and
+//     stream capture;
 //   - hipGetErrorName/hipGetErrorString for every hipError_t of 5.2, and a CUresult mapping that
 //     keeps CUDA's sticky errors sticky.
 //

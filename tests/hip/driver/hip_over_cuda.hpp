@@ -41,7 +41,11 @@
   X(cuDeviceGetDefaultMemPool) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)                  \
   X(cuMemPoolSetAttribute)                                                                   \
   X(cuImportExternalMemory) X(cuExternalMemoryGetMappedBuffer) X(cuDestroyExternalMemory)    \
-  X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuModuleUnload)
+  X(cuModuleLoadData) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuModuleUnload)            \
+  X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddEmptyNode) X(cuGraphAddMemcpyNode)          \
+  X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) X(cuGraphAddChildGraphNode)                  \
+  X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecUpdate)          \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)
 // clang-format on
 
 // Hidden, inline functions included: the module exports the hip* entry points only.
