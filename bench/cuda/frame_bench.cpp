@@ -80,6 +80,8 @@ using baton_bench::RawDriver;
 using baton_bench::RawEvent;
 using baton_bench::RawEventKind;
 using baton_bench::RawFunction;
+using baton_bench::RawGraph;
+using baton_bench::RawGraphExec;
 using baton_bench::RawHostCall;
 using baton_bench::RawStream;
 using Clock = std::chrono::steady_clock;
@@ -231,15 +233,18 @@ uint32_t verifyNode() { return nodeCount() - 1; }
 // ---- the kernels --------------------------------------------------------------------------------
 
 // Per slot (frame in flight), 32-bit words of the state buffer:
-constexpr uint32_t kStamps = 0;      // [64] each node's stamp: the frame number + 1
-constexpr uint32_t kSides = 64;      // [64] copy mode: the stamp of a node's second predecessor
-constexpr uint32_t kErrors = 128;    // kernel mode: stamps that did not match, never reset
-constexpr uint32_t kStampSrc = 129;  // copy mode: the frame's stamp, written by the CPU
+constexpr uint32_t kStamps = 0;    // [64] each node's stamp: the frame number + 1
+constexpr uint32_t kSides = 64;    // [64] copy mode: the stamp of a node's second predecessor
+constexpr uint32_t kErrors = 128;  // kernel mode: stamps that did not match, never reset
+// The frame's stamp: copy mode, written by the CPU; kernel mode, for the raw-graph side, copied
+// in from the slot's pinned word by the frame's first graph (its kernels get stamp 0: read it).
+constexpr uint32_t kStampSrc = 129;
 constexpr uint64_t kSlotBytes = 1024;
 constexpr uint64_t kVerdictBytes = 64;  // per slot: {stamp if the frame verified else 0, errors}
 
 // baton_frame_node(state, self, predA, predB, stamp): for each predecessor, counts a stamp other
-// than this frame's in state[kErrors]; then writes state[self] = stamp.
+// than this frame's in state[kErrors]; then writes state[self] = stamp. A stamp of 0 (never a
+// frame's) means state[kStampSrc]: a graph's kernels, whose arguments are fixed at capture.
 // baton_frame_verify(state, self, stamp, verdict): writes its own stamp, counts the stamps of all
 // nodes that differ plus state[kErrors], and writes verdict = {bad ? 0 : stamp, bad}. Its loads
 // are unrolled (16 vector loads in flight, not 64 round trips to L2).
@@ -260,6 +265,8 @@ std::string ptx() {
   ld.param.u32 %a, [predA];
   ld.param.u32 %b, [predB];
   ld.param.u32 %stamp, [stamp];
+  setp.eq.u32 %p, %stamp, 0;
+  @%p ld.volatile.global.u32 %stamp, [%base+STAMPSRC_OFFSET];
   add.u64 %err, %base, ERRORS_OFFSET;
   mov.u32 %one, 1;
   setp.eq.u32 %p, %a, -1;
@@ -294,6 +301,8 @@ WRITE:
   cvta.to.global.u64 %base, %base;
   ld.param.u32 %self, [self];
   ld.param.u32 %stamp, [stamp];
+  setp.eq.u32 %p, %stamp, 0;
+  @%p ld.volatile.global.u32 %stamp, [%base+STAMPSRC_OFFSET];
   ld.param.u64 %out, [verdict];
   cvta.to.global.u64 %out, %out;
   mul.wide.u32 %off, %self, 4;
@@ -320,6 +329,7 @@ WRITE:
 }
 )PTX";
   replace("ERRORS_OFFSET", std::to_string(4 * kErrors));
+  replace("STAMPSRC_OFFSET", std::to_string(4 * kStampSrc));
   replace("NODES", std::to_string(n));
   return s;
 }
@@ -388,6 +398,13 @@ struct Side {
   // raw
   RawStream streams[kQueues] = {};
   RawEvent events[kInFlight][kPasses] = {};
+  // raw-graph: each pass of each slot captured once as a graph; the slots' stamps in pinned
+  // words that the first pass's graph copies into the state (kernel mode).
+  bool graph = false;
+  RawGraphExec execs[kInFlight][kPasses] = {};
+  baton::Buffer stampWords;
+  uint64_t stampWordsAddress = 0;
+  uint32_t* stampWordsHost = nullptr;
 
   void fail(const char* format, ...) {
     char text[256];
@@ -451,7 +468,8 @@ void checkEnded(Side& side, uint64_t frame) {
 // One kernel of the frame, on `stream`: the same call on both sides.
 int launchNode(RawStream stream, const Side::NodeCall& c) {
   uint64_t state = c.side->stateAddress + c.slot * kSlotBytes;
-  uint32_t self = c.node, stamp = c.side->stamp[c.slot].load(std::memory_order_relaxed);
+  uint32_t self = c.node,
+           stamp = c.side->graph ? 0 : c.side->stamp[c.slot].load(std::memory_order_relaxed);
   if (c.node == verifyNode()) {
     uint64_t verdict = c.side->verdictAddress + c.slot * kVerdictBytes;
     void* params[] = {&state, &self, &stamp, &verdict};
@@ -507,6 +525,34 @@ baton::Buffer buffer(uint64_t size, baton::MemoryKind kind) {
   baton::Buffer b;
   BATON_OK(env.device.createBuffer(info, &b));
   return b;
+}
+
+// The raw-graph side: each pass of each slot captured once, from the same calls as the raw frame's
+// pass (rawPass without its waits, host call and event: those stay between the graphs, as in the
+// raw frame; HIP's hipStreamAddCallback cannot be captured), preceded in the frame's first pass
+// (the one every other follows) by the copy of the slot's stamp (kernel mode; copy mode: the CPU
+// writes it into the mapped state, as for the raw side).
+void captureGraphs(Side& side) {
+  side.stampWords = buffer(kInFlight * 4, baton::MemoryKind::HostPinned);
+  BATON_OK(side.stampWords.getDeviceAddress(&side.stampWordsAddress));
+  void* host = nullptr;
+  BATON_OK(side.stampWords.map(&host));
+  side.stampWordsHost = static_cast<uint32_t*>(host);
+  for (uint32_t slot = 0; slot < kInFlight; ++slot)
+    for (int p = 0; p < kPasses; ++p) {
+      const Pass& pass = graph.passes[p];
+      RawStream stream = side.streams[pass.queue];
+      RAW_OK(driver.beginCapture(stream));
+      if (p == 0 && env.kernels)
+        RAW_OK(driver.memcpyAsync(side.stateAddress + slot * kSlotBytes + 4 * kStampSrc,
+                                  side.stampWordsAddress + 4 * slot, 4, stream));
+      for (uint32_t n = pass.firstNode; n < pass.firstNode + pass.nodes; ++n)
+        rawNode(side, slot, n, stream);
+      RawGraph g = nullptr;
+      RAW_OK(driver.endCapture(stream, &g));
+      RAW_OK(driver.graphInstantiate(&side.execs[slot][p], g));
+      RAW_OK(driver.graphDestroy(g));
+    }
 }
 
 void setupSide(Side& side, bool batonSide) {
@@ -576,10 +622,15 @@ void setupSide(Side& side, bool batonSide) {
       for (int p = 0; p < kPasses; ++p)
         RAW_OK(driver.eventCreate(&slotEvents[p],
                                   p == kPasses - 1 ? env.endKind : RawEventKind::Plain));
+    if (side.graph) captureGraphs(side);
   }
 }
 
 void teardownSide(Side& side) {
+  for (auto& slotExecs : side.execs)
+    for (RawGraphExec& e : slotExecs)
+      if (e) RAW_OK(driver.graphExecDestroy(e));
+  if (side.stampWords) (void)side.stampWords.destroy();
   for (auto& slotCbs : side.cbs)
     for (baton::CommandBuffer cb : slotCbs)
       if (cb) (void)cb.destroy();
@@ -776,6 +827,29 @@ Figures runRaw(Side& side, uint64_t first, int frames, int warmup) {
   return runFrames(side, first, frames, warmup, waitEnd, submitFrame);
 }
 
+// The raw frame as graphs ("raw-graph", issue 34's baseline): per pass its waits, the launch of
+// the pass's graph for the slot, the host call (last pass), its event; the slot's stamp written
+// to its pinned word first (kernel mode).
+Figures runRawGraph(Side& side, uint64_t first, int frames, int warmup) {
+  auto waitEnd = [&](uint64_t f) {
+    RAW_OK(driver.eventSynchronize(side.events[f % kInFlight][kPasses - 1]));
+  };
+  auto submitFrame = [&](uint64_t, uint32_t slot) {
+    if (env.kernels)
+      __atomic_store_n(&side.stampWordsHost[slot], side.stamp[slot].load(), __ATOMIC_RELEASE);
+    for (int p = 0; p < kPasses; ++p) {
+      const Pass& pass = graph.passes[p];
+      RawStream stream = side.streams[pass.queue];
+      if (!env.noEdges)
+        for (PassId w : pass.waits) RAW_OK(driver.streamWaitEvent(stream, side.events[slot][w]));
+      RAW_OK(driver.graphLaunch(side.execs[slot][p], stream));
+      if (p == kPasses - 1) RAW_OK(driver.launchHostFunc(stream, &side.rawHostCalls[slot]));
+      if (pass.signals) RAW_OK(driver.eventRecord(side.events[slot][p], stream));
+    }
+  };
+  return runFrames(side, first, frames, warmup, waitEnd, submitFrame);
+}
+
 // The raw frame with its driver calls made by a second thread ("raw-2t", named raw-issue), to
 // which this thread hands each pass through a ring of slots: the floor of a design that issues
 // on a thread of its own, as baton's device issuing thread does, with no bookkeeping (the worker
@@ -955,13 +1029,20 @@ int main(int argc, char** argv) {
   if (env.noEdges)
     std::printf("--no-edges: every cross-queue wait dropped on both sides; the checks must fail\n");
 
-  Side ours, raw, raw2;
+  Side ours, raw, raw2, rawGraph;
   ours.name = "baton";
   raw.name = "raw";
   raw2.name = "raw-2t";
+  rawGraph.name = "raw-graph";
+  rawGraph.graph = true;
   setupSide(ours, true);
   setupSide(raw, false);
   setupSide(raw2, false);
+  const char* noGraphs = driver.cannotRunGraphs();
+  if (noGraphs)
+    std::printf("raw-graph: not run: %s\n", noGraphs);
+  else
+    setupSide(rawGraph, false);
 
   // baton runs in its default issue mode (a submission that nothing holds back is issued by
   // the submitting thread when its queue is known idle, otherwise by the device's issuing
@@ -980,11 +1061,16 @@ int main(int argc, char** argv) {
        "every submission by the issuing thread (BATON_STREAM_DIRECT_ISSUE=0)"},
       {"baton-di", baton::stream::IssueMode::Direct,
        "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
+      {"raw-graph", baton::stream::IssueMode::WhenIdle,
+       "no baton: the raw frame as graphs, one per pass and slot captured once, launched every "
+       "frame between the same waits and events (issue 34's baseline)"},
       {"raw-2t", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw calls made by a second thread, handed each pass (the floor of an "
        "issuing thread)"},
       {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
-  constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2;
+  constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2,
+                kRawGraph = kModes - 3;
+  auto ran = [&](int k) { return k != kRawGraph || !noGraphs; };
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
   std::vector<Figures> runsOf[kModes];
@@ -1007,6 +1093,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     std::fprintf(stderr, "[run %d]\n", r);  // progress, so a hang shows where
     for (int k = 0; k < kModes; ++k) {
+      if (!ran(k)) continue;
       Figures f;
       const baton::stream::Stats before = baton::stream::stats();
       byThread[k].begin();
@@ -1015,6 +1102,8 @@ int main(int argc, char** argv) {
         f = runRaw(raw, static_cast<uint64_t>(r) * frames, frames, warmup);
       } else if (k == kRaw2) {
         f = runRawHandoff(raw2, static_cast<uint64_t>(r) * frames, frames, warmup);
+      } else if (k == kRawGraph) {
+        f = runRawGraph(rawGraph, static_cast<uint64_t>(r) * frames, frames, warmup);
       } else {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(ours, oursFirst, frames, warmup);
@@ -1032,7 +1121,7 @@ int main(int argc, char** argv) {
       std::printf(
           "%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
           f.processCpuUs,
-          k >= kRaw2 ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
+          k >= kRawGraph ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
     }
   }
   baton::stream::resetIssueMode();
@@ -1044,16 +1133,17 @@ int main(int argc, char** argv) {
   const double allFrames = static_cast<double>(runs) * frames;
   std::printf("\nCPU per frame by thread (us), and (sleeps per frame):\n");
   for (int k = 0; k < kModes; ++k) {
+    if (!ran(k)) continue;
     char worker[64] = "";  // raw-2t's worker: gone before ThreadCpu looks, so measured by itself
     if (k == kRaw2)
       std::snprintf(worker, sizeof worker, ", raw-issue %.1f", gRawIssueNs / 1e3 / allFrames);
     std::printf("  %-9s %s%s\n", modes[k].name, byThread[k].text(allFrames, true).c_str(), worker);
   }
   std::printf("completion threads per frame: looks, lazy parks, host-call parks:");
-  for (int k = 0; k < kRaw2; ++k)
+  for (int k = 0; k < kRawGraph; ++k)
     std::printf(" %s %.2f %.2f %.2f%s", modes[k].name, looks[k].looks / allFrames,
                 looks[k].lazyParks / allFrames, looks[k].hostCallParks / allFrames,
-                k + 1 < kRaw2 ? ";" : "\n");
+                k + 1 < kRawGraph ? ";" : "\n");
 
   struct Row {
     const char* name;
@@ -1063,6 +1153,7 @@ int main(int argc, char** argv) {
               {"submitting-thread CPU per frame", &Figures::threadCpuUs, 1.2},
               {"process CPU per frame", &Figures::processCpuUs, 1.5}};
   for (int k = 0; k < kRaw; ++k) {
+    if (!ran(k)) continue;
     if (k == 0)
       std::printf("\n%-34s %12s %12s %8s %8s %8s  %s\n", "figure", "baton",
                   ("raw " + std::string(driver.name)).c_str(), "ratio", "paired", "target", "unit");
@@ -1088,10 +1179,11 @@ int main(int argc, char** argv) {
   }
 
   BATON_OK(env.device.waitIdle());
-  for (Side* side : {&raw, &raw2})
-    for (RawStream s : side->streams) RAW_OK(driver.streamSynchronize(s));
+  for (Side* side : {&raw, &raw2, &rawGraph})
+    for (RawStream s : side->streams)
+      if (s) RAW_OK(driver.streamSynchronize(s));
   int rc = 0;
-  for (Side* side : {&ours, &raw, &raw2}) {
+  for (Side* side : {&ours, &raw, &raw2, &rawGraph}) {
     if (side->failures) {
       std::printf("FAILED (%s): %llu check(s) failed; the first: %s\n", side->name,
                   static_cast<unsigned long long>(side->failures), side->firstFailure.c_str());
@@ -1106,6 +1198,7 @@ int main(int argc, char** argv) {
   teardownSide(ours);
   teardownSide(raw);
   teardownSide(raw2);
+  teardownSide(rawGraph);
   (void)env.device.destroy();
   (void)env.instance.destroy();
   if (env.kernels) RAW_OK(driver.moduleUnload());

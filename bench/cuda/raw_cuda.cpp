@@ -94,6 +94,34 @@ int memcpyAsync(uint64_t dst, uint64_t src, size_t bytes, RawStream s) {
                            stream(s));
 }
 
+const char* cannotRunGraphs() {
+  const auto& c = *cu;
+  if (!c.cuStreamBeginCapture || !c.cuStreamEndCapture || !c.cuGraphInstantiate ||
+      !c.cuGraphLaunch || !c.cuGraphExecDestroy || !c.cuGraphDestroy)
+    return "the driver does not export the graph and capture entry points";
+  return nullptr;
+}
+int beginCapture(RawStream s) {
+  return cu->cuStreamBeginCapture(stream(s), CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+int endCapture(RawStream s, RawGraph* out) {
+  CUgraph g = nullptr;
+  CUresult r = cu->cuStreamEndCapture(stream(s), &g);
+  *out = g;
+  return r;
+}
+int graphInstantiate(RawGraphExec* out, RawGraph g) {
+  CUgraphExec e = nullptr;
+  CUresult r = cu->cuGraphInstantiate(&e, static_cast<CUgraph>(g), 0);
+  *out = e;
+  return r;
+}
+int graphLaunch(RawGraphExec e, RawStream s) {
+  return cu->cuGraphLaunch(static_cast<CUgraphExec>(e), stream(s));
+}
+int graphExecDestroy(RawGraphExec e) { return cu->cuGraphExecDestroy(static_cast<CUgraphExec>(e)); }
+int graphDestroy(RawGraph g) { return cu->cuGraphDestroy(static_cast<CUgraph>(g)); }
+
 }  // namespace
 
 const RawDriver& rawCuda() {

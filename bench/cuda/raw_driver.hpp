@@ -21,6 +21,8 @@ namespace baton_bench {
 using RawStream = void*;
 using RawEvent = void*;
 using RawFunction = void*;
+using RawGraph = void*;      // CUgraph / hipGraph_t
+using RawGraphExec = void*;  // CUgraphExec / hipGraphExec_t
 
 // A host function for launchHostFunc: fn(user) runs on the driver's callback thread. The struct
 // must outlive the call's execution (HIP's hipStreamAddCallback has another signature: raw_hip.cpp
@@ -92,6 +94,19 @@ struct RawDriver {
   // Copies `bytes` between device addresses (device or mapped pinned memory) in stream order:
   // cuMemcpyAsync, hipMemcpyAsync(hipMemcpyDefault), as baton's copyBuffer does.
   int (*memcpyAsync)(uint64_t dst, uint64_t src, size_t bytes, RawStream stream);
+
+  // Graphs, for frame_bench's raw-graph side (issue 34's baseline): why this driver has no
+  // graphs (an entry point missing), or nullptr; stream capture in relaxed mode (other threads
+  // keep calling the driver meanwhile) into a graph, its instantiation, launch and destruction
+  // (cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate, cuGraphLaunch,
+  // cuGraphExecDestroy, cuGraphDestroy; HIP: the hip* names).
+  const char* (*cannotRunGraphs)();
+  int (*beginCapture)(RawStream stream);
+  int (*endCapture)(RawStream stream, RawGraph* out);
+  int (*graphInstantiate)(RawGraphExec* out, RawGraph graph);
+  int (*graphLaunch)(RawGraphExec exec, RawStream stream);
+  int (*graphExecDestroy)(RawGraphExec exec);
+  int (*graphDestroy)(RawGraph graph);
 };
 
 // The functions of a RawDriver in member order: each implementation defines functions of these
@@ -100,7 +115,8 @@ struct RawDriver {
   versions, cannotRunKernels, open, makeCurrent, currentQuery, close, moduleLoad, moduleUnload, \
       getFunction, launch, streamCreate, streamDestroy, streamSynchronize, streamWaitEvent,     \
       eventCreate, eventDestroy, eventRecord, eventQuery, eventSynchronize, eventElapsedMs,     \
-      errorName, launchHostFunc, memcpyAsync
+      errorName, launchHostFunc, memcpyAsync, cannotRunGraphs, beginCapture, endCapture,        \
+      graphInstantiate, graphLaunch, graphExecDestroy, graphDestroy
 
 // Defined by raw_cuda.cpp and raw_hip.cpp, each built with its backend (BATON_BENCH_CUDA,
 // BATON_BENCH_HIP).

@@ -103,6 +103,36 @@ int memcpyAsync(uint64_t dst, uint64_t src, size_t bytes, RawStream s) {
                              bytes, hipMemcpyDefault, stream(s));
 }
 
+const char* cannotRunGraphs() {
+  const auto& h = *hip;
+  if (!h.hipStreamBeginCapture || !h.hipStreamEndCapture || !h.hipGraphInstantiateWithFlags ||
+      !h.hipGraphLaunch || !h.hipGraphExecDestroy || !h.hipGraphDestroy)
+    return "the runtime does not export the graph and capture entry points";
+  return nullptr;
+}
+int beginCapture(RawStream s) {
+  return hip->hipStreamBeginCapture(stream(s), hipStreamCaptureModeRelaxed);
+}
+int endCapture(RawStream s, RawGraph* out) {
+  hipGraph_t g = nullptr;
+  hipError_t r = hip->hipStreamEndCapture(stream(s), &g);
+  *out = g;
+  return r;
+}
+int graphInstantiate(RawGraphExec* out, RawGraph g) {
+  hipGraphExec_t e = nullptr;
+  hipError_t r = hip->hipGraphInstantiateWithFlags(&e, static_cast<hipGraph_t>(g), 0);
+  *out = e;
+  return r;
+}
+int graphLaunch(RawGraphExec e, RawStream s) {
+  return hip->hipGraphLaunch(static_cast<hipGraphExec_t>(e), stream(s));
+}
+int graphExecDestroy(RawGraphExec e) {
+  return hip->hipGraphExecDestroy(static_cast<hipGraphExec_t>(e));
+}
+int graphDestroy(RawGraph g) { return hip->hipGraphDestroy(static_cast<hipGraph_t>(g)); }
+
 }  // namespace
 
 const RawDriver& rawHip() {

@@ -82,11 +82,18 @@ hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event, unsigned int
 // error the context runs no further host functions, so a callback behind the fault is never
 // called (nor its record freed), where HIP documents each callback as called exactly once (with
 // the stream's error as status). The process has lost its device either way.
+// Not during stream capture (CUDA's cudaStreamAddCallback is not permitted there either; a
+// captured host function would run once per launch, and the record below is freed by its first
+// run): hipErrorStreamCaptureUnsupported, nothing enqueued.
 hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t callback, void* userData,
                                 unsigned int flags) {
   if (!callback || flags != 0) return hipErrorInvalidValue;
   HIP_OVER_CUDA_DRIVER(c);
   if (hipError_t e = ensureContextFor(*c, stream)) return e;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (c->cuStreamIsCapturing && c->cuStreamIsCapturing(cu(stream), &capture) == CUDA_SUCCESS &&
+      capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return hipErrorStreamCaptureUnsupported;
   auto* call = new (std::nothrow) StreamCallback{callback, stream, userData};
   if (!call) return hipErrorOutOfMemory;
   CUresult r = c->cuLaunchHostFunc(cu(stream), &StreamCallback::run, call);
