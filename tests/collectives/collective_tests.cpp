@@ -473,6 +473,15 @@ TEST_P(CollectiveFailure, TheTraceShowsCollectivesAndTheFailure) {
   EXPECT_NE(json.find("\"bytes\":384"), std::string::npos) << "96 float32";
   EXPECT_NE(json.find("\"communicator failed\""), std::string::npos) << "the failure's instant";
   EXPECT_NE(json.find("no progress for 300 ms"), std::string::npos) << "with its reason";
+  // The device's caller thread: named, with its library calls as slices, and the issuing
+  // thread's waits for it as spans (blocking calls only).
+  const char* mode = std::getenv("BATON_NCCL_BLOCKING_CALLS");
+  if (!(mode && std::string(mode) == "0")) {
+    EXPECT_NE(json.find("\"baton-caller\""), std::string::npos) << "the caller thread's track";
+    EXPECT_NE(json.find("\"library call #"), std::string::npos) << "a library call slice";
+    EXPECT_NE(json.find("\"cat\":\"library_call\""), std::string::npos);
+    EXPECT_NE(json.find("\"issue: wait for caller #"), std::string::npos) << "the hand-off's span";
+  }
 }
 
 TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
