@@ -85,19 +85,35 @@ Result CommandBuffer::end() const noexcept {
         find<core::CommandBuffer>(handle_, ObjectType::CommandBuffer, "command buffer", &st);
     if (!cb) return st;
     owner = cb->device->instance();
-    std::lock_guard<std::mutex> lock(cb->mutex);
-    if (!cb->recording)
-      return Status(Result::ErrorInvalidState,
-                    "command buffer is not recording (call begin() first)");
-    CommandList& list = *cb->recording;
-    for (const Command& c : list.commands) {
+    Ref<CommandList> list;
+    {
+      std::lock_guard<std::mutex> lock(cb->mutex);
+      if (!cb->recording)
+        return Status(Result::ErrorInvalidState,
+                      "command buffer is not recording (call begin() first)");
+      list = std::move(cb->recording);
+      cb->recording = nullptr;
+    }
+    for (const Command& c : list->commands) {
+      list->hostCalls += c.kind == Command::Kind::HostCall;
+      list->collectives += c.kind == Command::Kind::Collective;
       if (c.kind != Command::Kind::Collective) continue;
       bool seen = false;
-      for (const Ref<core::Communicator>& comm : list.communicators) seen |= comm == c.communicator;
-      if (!seen) list.communicators.push_back(c.communicator);
+      for (const Ref<core::Communicator>& comm : list->communicators)
+        seen |= comm == c.communicator;
+      if (!seen) list->communicators.push_back(c.communicator);
     }
-    cb->ended = std::move(cb->recording);
-    cb->recording = nullptr;
+    if (cb->usage == CommandBufferUsage::Graph && !list->commands.empty()) {
+      // Built without the lock: capturable native callbacks run here. Recording is externally
+      // synchronised, so nothing else records meanwhile; submit sees no ended list until this
+      // returns (a failure discards the recording).
+      if (cb->device->lost()) return cb->device->lostStatus();
+      BATON_TRY(cb->device->impl()
+                    ->prepareGraph(*list, &cb->graphCache)
+                    .context("ending " + cb->label + " of " + cb->device->label()));
+    }
+    std::lock_guard<std::mutex> lock(cb->mutex);
+    cb->ended = std::move(list);
     return Status();
   });
 }
@@ -188,13 +204,30 @@ Result CommandBuffer::hostCall(HostCallback callback, void* userData) const noex
 }
 
 Result CommandBuffer::native(NativeCallback callback, void* userData) const noexcept {
+  return native(callback, userData, 0);
+}
+
+Result CommandBuffer::native(NativeCallback callback, void* userData,
+                             uint32_t flags) const noexcept {
   return entry("CommandBuffer::native", [&](const core::Instance*& owner) -> Status {
-    return recordCallback(handle_, owner, Command::Kind::Native,
-                          reinterpret_cast<const void*>(callback), "native callback",
-                          [&](Command& c) {
-                            c.nativeCallback = callback;
-                            c.userData = userData;
-                          });
+    return record(handle_, owner, [&](core::CommandBuffer& cb, CommandList& list) -> Status {
+      BATON_NULL_CHECK(reinterpret_cast<const void*>(callback), "native callback");
+      if (flags & ~kNativeCapturable)
+        return error(Result::ErrorInvalidArgument, "unknown native callback flags 0x%x",
+                     flags & ~kNativeCapturable);
+      if (cb.usage == CommandBufferUsage::Graph && !(flags & kNativeCapturable))
+        return error(Result::ErrorInvalidArgument,
+                     "%s is a graph command buffer: a native callback must be recorded with "
+                     "kNativeCapturable (it runs once, at end(), under stream capture); record "
+                     "this one in a replayed command buffer",
+                     cb.label.c_str());
+      Command c{Command::Kind::Native};
+      c.nativeCallback = callback;
+      c.nativeFlags = flags;
+      c.userData = userData;
+      list.commands.push_back(std::move(c));
+      return Status();
+    });
   });
 }
 

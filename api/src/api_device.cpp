@@ -95,6 +95,11 @@ Result Device::getPhysicalDevice(PhysicalDevice* physicalDevice) const noexcept 
 }
 
 Result Device::createCommandBuffer(CommandBuffer* commandBuffer) const noexcept {
+  return createCommandBuffer(CommandBufferCreateInfo(), commandBuffer);
+}
+
+Result Device::createCommandBuffer(const CommandBufferCreateInfo& info,
+                                   CommandBuffer* commandBuffer) const noexcept {
   return entry("Device::createCommandBuffer", [&](const core::Instance*& owner) -> Status {
     Status st;
     Ref<core::Device> dev = findDevice(handle_, &st);
@@ -102,8 +107,21 @@ Result Device::createCommandBuffer(CommandBuffer* commandBuffer) const noexcept 
     owner = dev->instance();
     BATON_NULL_CHECK(commandBuffer, "command buffer output pointer");
     *commandBuffer = CommandBuffer();
+    if (info.usage != CommandBufferUsage::Replay && info.usage != CommandBufferUsage::Graph)
+      return error(Result::ErrorInvalidArgument, "unknown command buffer usage %u",
+                   static_cast<unsigned>(info.usage));
+    // The host backend replays graph command buffers (command_buffer.hpp); a GPU device without
+    // the driver's graph entry points cannot build them.
+    if (info.usage == CommandBufferUsage::Graph && dev->backend() != BackendKind::Host &&
+        !(dev->physical()->properties.capabilities & kCapabilityGraphCommandBuffers))
+      return error(Result::ErrorNotSupported,
+                   "%s cannot build graph command buffers: its driver lacks the graph entry "
+                   "points (kCapabilityGraphCommandBuffers is clear)",
+                   dev->label().c_str());
     if (dev->lost()) return dev->lostStatus();
-    Ref<core::CommandBuffer> cb = makeRef<core::CommandBuffer>(dev);
+    std::string label = "command buffer";
+    if (info.debugName && info.debugName[0]) label += core::format(" '%s'", info.debugName);
+    Ref<core::CommandBuffer> cb = makeRef<core::CommandBuffer>(dev, info.usage, std::move(label));
     uint64_t h = HandleTable::get().insert(cb, ObjectType::CommandBuffer);
     if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
     cb->handle = h;

@@ -354,6 +354,16 @@ class DeviceImpl {
   // Frees memory of allocate() or of an executed Alloca.
   virtual void free(const Allocation& allocation) = 0;
 
+  // Graph command buffers (CommandBufferUsage::Graph): builds what submissions of the ended
+  // recording `list` launch, into list.program, reusing what *cache keeps of the command buffer's
+  // earlier recordings (backend-private; null the first time). Called by CommandBuffer::end on
+  // the recording thread, with no lock held; the list is not yet visible to submit. The default
+  // (the host backend) builds nothing: the list is replayed.
+  virtual Status prepareGraph(CommandList& list, Ref<Object>* cache) {
+    (void)list, (void)cache;
+    return Status();
+  }
+
   // Device::setHostWaitSpin: how long a host wait for one of this device's recorded signals
   // spins before it sleeps (kHostWaitSpinForever: the whole wait). Thread safe. A backend whose
   // waiters never spin ignores it.

@@ -226,6 +226,7 @@ struct Command {
   std::vector<uint8_t> data;
   HostCallback hostCallback = nullptr;
   NativeCallback nativeCallback = nullptr;
+  uint32_t nativeFlags = 0;  // Native: kNativeCapturable
   void* userData = nullptr;
   // Collective: the operation, its communicator and arguments; src/dst and their offsets above
   // (Send: src only; Recv: dst only); `size` is the count in elements.
@@ -236,21 +237,32 @@ struct Command {
   uint32_t peer = 0;  // Broadcast, Reduce: the root; Send, Recv: the peer
 };
 
-// An ended recording; immutable, shared by every submission of it.
+// An ended recording; immutable once end() returned, shared by every submission of it.
 class CommandList : public Object {
  public:
   std::vector<Command> commands;
   // The communicators its collective commands use, each once (submit checks they are usable).
   std::vector<Ref<Communicator>> communicators;
+  // Counted by end(), for the backends' release paths.
+  uint32_t hostCalls = 0, collectives = 0;
+  // Graph command buffers (CommandBufferUsage::Graph): what the backend built at end() for its
+  // submissions to launch (DeviceImpl::prepareGraph); null when the list is replayed.
+  Ref<Object> program;
 };
 
 class CommandBuffer : public Object {
  public:
-  explicit CommandBuffer(Ref<Device> device) : device(std::move(device)) {}
+  CommandBuffer(Ref<Device> device, CommandBufferUsage usage, std::string label)
+      : device(std::move(device)), usage(usage), label(std::move(label)) {}
   Ref<Device> device;
-  std::mutex mutex;  // recording is externally synchronised; this keeps submit's read safe
+  const CommandBufferUsage usage;
+  const std::string label;  // "command buffer 'frame'", or "command buffer" without a name
+  std::mutex mutex;         // recording is externally synchronised; this keeps submit's read safe
   Ref<CommandList> recording;  // between begin and end
   Ref<CommandList> ended;      // what submit takes
+  // Graph command buffers: what the backend keeps from one recording to the next (executable
+  // graphs to update in place; DeviceImpl::prepareGraph). Touched only by end().
+  Ref<Object> graphCache;
   uint64_t handle = 0;
 };
 

@@ -113,6 +113,7 @@ size_t capabilityNames(uint64_t capabilities, char* buffer, size_t capacity) noe
       {kCapabilityExternalSemaphoreTimelineFd, "external-semaphore-timeline-fd"},
       {kCapabilityExternalMemoryOpaqueFd, "external-memory-opaque-fd"},
       {kCapabilityHostMappedDeviceMemory, "host-mapped-device-memory"},
+      {kCapabilityGraphCommandBuffers, "graph-command-buffers"},
   };
   std::string text;
   for (const auto& n : names) {

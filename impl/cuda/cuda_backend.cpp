@@ -189,6 +189,98 @@ Status destroyExternalMemory(void* memory) {
   return BATON_CU_STATUS(cuDestroyExternalMemory, static_cast<CUexternalMemory>(memory));
 }
 
+// Graphs (graph command buffers): one-dimensional nodes in a chain.
+CUgraphNode* depOf(void*& dep) { return reinterpret_cast<CUgraphNode*>(&dep); }
+size_t depCount(void* dep) { return dep ? 1u : 0u; }
+Status graphCreate(void** graph) {
+  CUgraph g = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphCreate, &g, 0u);
+  *graph = g;
+  return st;
+}
+Status graphDestroy(void* graph) {
+  return BATON_CU_STATUS(cuGraphDestroy, static_cast<CUgraph>(graph));
+}
+Status graphAddMemcpy(void* graph, void* dep, uint64_t dst, uint64_t src, uint64_t size,
+                      void* context, void** node) {
+  CUDA_MEMCPY3D p{};
+  p.srcMemoryType = CU_MEMORYTYPE_UNIFIED;  // the driver infers where each address lives
+  p.srcDevice = ptr(src);
+  p.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+  p.dstDevice = ptr(dst);
+  p.WidthInBytes = static_cast<size_t>(size);
+  p.Height = 1;
+  p.Depth = 1;
+  CUgraphNode n = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphAddMemcpyNode, &n, static_cast<CUgraph>(graph), depOf(dep),
+                              depCount(dep), &p, static_cast<CUcontext>(context));
+  *node = n;
+  return st;
+}
+Status graphAddMemset32(void* graph, void* dep, uint64_t dst, uint32_t value, uint64_t count,
+                        void* context, void** node) {
+  CUDA_MEMSET_NODE_PARAMS p{};
+  p.dst = ptr(dst);
+  p.value = value;
+  p.elementSize = 4;
+  p.width = static_cast<size_t>(count);
+  p.height = 1;
+  CUgraphNode n = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphAddMemsetNode, &n, static_cast<CUgraph>(graph), depOf(dep),
+                              depCount(dep), &p, static_cast<CUcontext>(context));
+  *node = n;
+  return st;
+}
+Status graphAddHost(void* graph, void* dep, stream::HostFunction function, void* userData,
+                    void** node) {
+  CUDA_HOST_NODE_PARAMS p{};
+  p.fn = function;
+  p.userData = userData;
+  CUgraphNode n = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphAddHostNode, &n, static_cast<CUgraph>(graph), depOf(dep),
+                              depCount(dep), &p);
+  *node = n;
+  return st;
+}
+Status graphAddChild(void* graph, void* dep, void* child, void** node) {
+  CUgraphNode n = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphAddChildGraphNode, &n, static_cast<CUgraph>(graph), depOf(dep),
+                              depCount(dep), static_cast<CUgraph>(child));
+  *node = n;
+  return st;
+}
+Status graphInstantiate(void** exec, void* graph) {
+  CUgraphExec e = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphInstantiate, &e, static_cast<CUgraph>(graph), 0ull);
+  *exec = e;
+  return st;
+}
+Status graphExecUpdate(void* exec, void* graph, bool* updated) {
+  CUgraphExecUpdateResultInfo info{};
+  CUresult r = BATON_CU(cuGraphExecUpdate, static_cast<CUgraphExec>(exec),
+                        static_cast<CUgraph>(graph), &info);
+  *updated = r == CUDA_SUCCESS;
+  if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) return Status();  // refused: instantiate anew
+  return toStatus(r, "cuGraphExecUpdate");
+}
+Status graphExecDestroy(void* exec) {
+  return BATON_CU_STATUS(cuGraphExecDestroy, static_cast<CUgraphExec>(exec));
+}
+Status graphLaunch(void* exec, void* stream) {
+  return BATON_CU_STATUS(cuGraphLaunch, static_cast<CUgraphExec>(exec),
+                         static_cast<CUstream>(stream));
+}
+Status streamBeginCapture(void* stream) {
+  return BATON_CU_STATUS(cuStreamBeginCapture, static_cast<CUstream>(stream),
+                         CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+}
+Status streamEndCapture(void* stream, void** graph) {
+  CUgraph g = nullptr;
+  Status st = BATON_CU_STATUS(cuStreamEndCapture, static_cast<CUstream>(stream), &g);
+  *graph = g;
+  return st;
+}
+
 // The driver table, with the interop entries only where the driver exports them.
 stream::DriverTable makeTable() {
   stream::DriverTable t = {
@@ -223,8 +315,38 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Graphs: set below where the driver has them.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
+  if (s.cuGraphCreate && s.cuGraphDestroy && s.cuGraphAddMemcpyNode && s.cuGraphAddMemsetNode &&
+      s.cuGraphAddHostNode && s.cuGraphAddChildGraphNode && s.cuGraphInstantiate &&
+      s.cuGraphExecUpdate && s.cuGraphExecDestroy && s.cuGraphLaunch && s.cuStreamBeginCapture &&
+      s.cuStreamEndCapture) {
+    t.graphCreate = graphCreate;
+    t.graphDestroy = graphDestroy;
+    t.graphAddMemcpy = graphAddMemcpy;
+    t.graphAddMemset32 = graphAddMemset32;
+    t.graphAddHost = graphAddHost;
+    t.graphAddChild = graphAddChild;
+    t.graphInstantiate = graphInstantiate;
+    t.graphExecUpdate = graphExecUpdate;
+    t.graphExecDestroy = graphExecDestroy;
+    t.graphLaunch = graphLaunch;
+    t.streamBeginCapture = streamBeginCapture;
+    t.streamEndCapture = streamEndCapture;
+  }
   if (s.cuImportExternalSemaphore && s.cuDestroyExternalSemaphore &&
       s.cuSignalExternalSemaphoresAsync && s.cuWaitExternalSemaphoresAsync) {
     t.importTimelineFd = importTimelineFd;
@@ -325,6 +447,7 @@ Status describe(int ordinal, DeviceInfo* out) {
   // exports the external-memory entry points (CUDA 10+).
   if (s.cuImportExternalMemory && s.cuExternalMemoryGetMappedBuffer && s.cuDestroyExternalMemory)
     caps |= kCapabilityExternalMemoryOpaqueFd;
+  if (table().graphCreate) caps |= kCapabilityGraphCommandBuffers;
   p.capabilities = caps;
   out->device = dev;
   return Status();

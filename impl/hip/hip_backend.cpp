@@ -207,24 +207,160 @@ Status destroyExternalMemory(void* memory) {
   return BATON_HIP_STATUS(hipDestroyExternalMemory, static_cast<hipExternalMemory_t>(memory));
 }
 
+// Graphs (graph command buffers): one-dimensional nodes in a chain.
+hipGraphNode_t* depOf(void*& dep) { return reinterpret_cast<hipGraphNode_t*>(&dep); }
+size_t depCount(void* dep) { return dep ? 1u : 0u; }
+Status graphCreate(void** graph) {
+  hipGraph_t g = nullptr;
+  Status st = BATON_HIP_STATUS(hipGraphCreate, &g, 0u);
+  *graph = g;
+  return st;
+}
+Status graphDestroy(void* graph) {
+  return BATON_HIP_STATUS(hipGraphDestroy, static_cast<hipGraph_t>(graph));
+}
+Status graphAddMemcpy(void* graph, void* dep, uint64_t dst, uint64_t src, uint64_t size,
+                      void* /*context*/, void** node) {
+  hipGraphNode_t n = nullptr;
+  Status st = BATON_HIP_STATUS(hipGraphAddMemcpyNode1D, &n, static_cast<hipGraph_t>(graph),
+                               depOf(dep), depCount(dep), ptr(dst), ptr(src),
+                               static_cast<size_t>(size), hipMemcpyDefault);
+  *node = n;
+  return st;
+}
+Status graphAddMemset32(void* graph, void* dep, uint64_t dst, uint32_t value, uint64_t count,
+                        void* /*context*/, void** node) {
+  hipMemsetParams p{};
+  p.dst = ptr(dst);
+  p.value = value;
+  p.elementSize = 4;
+  p.width = static_cast<size_t>(count);
+  p.height = 1;
+  hipGraphNode_t n = nullptr;
+  Status st = BATON_HIP_STATUS(hipGraphAddMemsetNode, &n, static_cast<hipGraph_t>(graph),
+                               depOf(dep), depCount(dep), &p);
+  *node = n;
+  return st;
+}
+Status graphAddHost(void* graph, void* dep, stream::HostFunction function, void* userData,
+                    void** node) {
+  hipHostNodeParams p{};
+  p.fn = function;
+  p.userData = userData;
+  hipGraphNode_t n = nullptr;
+  Status st = BATON_HIP_STATUS(hipGraphAddHostNode, &n, static_cast<hipGraph_t>(graph), depOf(dep),
+                               depCount(dep), &p);
+  *node = n;
+  return st;
+}
+Status graphAddChild(void* graph, void* dep, void* child, void** node) {
+  hipGraphNode_t n = nullptr;
+  Status st = BATON_HIP_STATUS(hipGraphAddChildGraphNode, &n, static_cast<hipGraph_t>(graph),
+                               depOf(dep), depCount(dep), static_cast<hipGraph_t>(child));
+  *node = n;
+  return st;
+}
+Status graphInstantiate(void** exec, void* graph) {
+  hipGraphExec_t e = nullptr;
+  Status st =
+      BATON_HIP_STATUS(hipGraphInstantiateWithFlags, &e, static_cast<hipGraph_t>(graph), 0ull);
+  *exec = e;
+  return st;
+}
+Status graphExecUpdate(void* exec, void* graph, bool* updated) {
+  hipGraphNode_t errorNode = nullptr;
+  hipGraphExecUpdateResult result = hipGraphExecUpdateError;
+  hipError_t r = BATON_HIP(hipGraphExecUpdate, static_cast<hipGraphExec_t>(exec),
+                           static_cast<hipGraph_t>(graph), &errorNode, &result);
+  *updated = r == hipSuccess;
+  if (r == hipErrorGraphExecUpdateFailure) return Status();  // refused: instantiate anew
+  return toStatus(r, "hipGraphExecUpdate");
+}
+Status graphExecDestroy(void* exec) {
+  return BATON_HIP_STATUS(hipGraphExecDestroy, static_cast<hipGraphExec_t>(exec));
+}
+Status graphLaunch(void* exec, void* stream) {
+  return BATON_HIP_STATUS(hipGraphLaunch, static_cast<hipGraphExec_t>(exec),
+                          static_cast<hipStream_t>(stream));
+}
+Status streamBeginCapture(void* stream) {
+  return BATON_HIP_STATUS(hipStreamBeginCapture, static_cast<hipStream_t>(stream),
+                          hipStreamCaptureModeThreadLocal);
+}
+Status streamEndCapture(void* stream, void** graph) {
+  hipGraph_t g = nullptr;
+  Status st = BATON_HIP_STATUS(hipStreamEndCapture, static_cast<hipStream_t>(stream), &g);
+  *graph = g;
+  return st;
+}
+
 // The driver table. No semaphore import: HIP 5.2's hipExternalSemaphoreHandleType has no
 // timeline type (only binary OPAQUE_FD and Win32 kinds), so Vulkan timeline semaphores are
 // bridged on HIP (DESIGN §5). Memory import where the runtime exports it.
 stream::DriverTable makeTable() {
   stream::DriverTable t = {
-      BackendKind::Hip, "HIP",          getCurrent,        setCurrent,
-      streamCreate,     streamDestroy,  streamSynchronize, streamWaitEvent,
-      eventCreate,      eventDestroy,   eventRecord,       eventQuery,
-      eventSynchronize, launchHostFunc, memcpyAsync,       memcpyHtoDAsync,
-      memsetD32Async,   memAllocAsync,  memFreeAsync,      memAlloc,
-      memFree,          hostAlloc,      hostFree,
+      BackendKind::Hip,
+      "HIP",
+      getCurrent,
+      setCurrent,
+      streamCreate,
+      streamDestroy,
+      streamSynchronize,
+      streamWaitEvent,
+      eventCreate,
+      eventDestroy,
+      eventRecord,
+      eventQuery,
+      eventSynchronize,
+      launchHostFunc,
+      memcpyAsync,
+      memcpyHtoDAsync,
+      memsetD32Async,
+      memAllocAsync,
+      memFreeAsync,
+      memAlloc,
+      memFree,
+      hostAlloc,
+      hostFree,
       nullptr,  // importTimelineFd
       nullptr,  // destroyExternalSemaphore
       nullptr,  // signalExternal
       nullptr,  // waitExternal
-      nullptr,          nullptr,        nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      // Graphs: set below where the runtime has them.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
+  if (s.hipGraphCreate && s.hipGraphDestroy && s.hipGraphAddMemcpyNode1D &&
+      s.hipGraphAddMemsetNode && s.hipGraphAddHostNode && s.hipGraphAddChildGraphNode &&
+      s.hipGraphInstantiateWithFlags && s.hipGraphExecUpdate && s.hipGraphExecDestroy &&
+      s.hipGraphLaunch && s.hipStreamBeginCapture && s.hipStreamEndCapture) {
+    t.graphCreate = graphCreate;
+    t.graphDestroy = graphDestroy;
+    t.graphAddMemcpy = graphAddMemcpy;
+    t.graphAddMemset32 = graphAddMemset32;
+    t.graphAddHost = graphAddHost;
+    t.graphAddChild = graphAddChild;
+    t.graphInstantiate = graphInstantiate;
+    t.graphExecUpdate = graphExecUpdate;
+    t.graphExecDestroy = graphExecDestroy;
+    t.graphLaunch = graphLaunch;
+    t.streamBeginCapture = streamBeginCapture;
+    t.streamEndCapture = streamEndCapture;
+  }
   if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer &&
       s.hipDestroyExternalMemory) {
     t.importMemoryFd = importMemoryFd;
@@ -315,6 +451,7 @@ Status describe(int ordinal, DeviceInfo* out) {
   }
   if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer && s.hipDestroyExternalMemory)
     caps |= kCapabilityExternalMemoryOpaqueFd;
+  if (table().graphCreate) caps |= kCapabilityGraphCommandBuffers;
   p.capabilities = caps;
   return Status();
 }

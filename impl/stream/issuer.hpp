@@ -19,6 +19,7 @@
 
 #include "backend.hpp"
 #include "device_shared.hpp"
+#include "graphs.hpp"
 #include "host_calls.hpp"
 #include "issue_ring.hpp"
 #include "objects.hpp"
@@ -378,6 +379,20 @@ class Issuer {
     }
 
     while (const core::Command* next = current(rec)) {
+      // A graph command list: launch the segment that starts here, if any (graphs.hpp).
+      if (const core::Object* program = rec.submission->commandLists[rec.nextList]->program.get())
+          [[unlikely]] {
+        if (GraphSegment* seg =
+                static_cast<const GraphProgram*>(program)->segmentAt(rec.nextCommand)) {
+          BATON_TRY(launchSegment(rec, *seg));
+          // Work after the segment's host calls waits for their results, as below.
+          if (!seg->hostNodes.empty() && current(rec)) {
+            *suspend = true;
+            return Status();
+          }
+          continue;
+        }
+      }
       const core::Command& c = *next;
       ++rec.nextCommand;
       ++rec.ops;
@@ -464,6 +479,38 @@ class Issuer {
         }
       }
     }
+    return Status();
+  }
+
+  // Launches a graph segment on the stream: its commands [first, end) of the current list. The
+  // launch's host-call entries go to the segment's host nodes first (launch order, graphs.hpp).
+  Status launchSegment(Record& rec, GraphSegment& seg) {
+    const std::vector<core::Command>& list = rec.submission->commandLists[rec.nextList]->commands;
+    for (uint32_t i = seg.first; i < seg.end; ++i)
+      for (const Ref<core::Buffer>* b : {&list[i].src, &list[i].dst})
+        if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+    rec.nextCommand = seg.end;
+    ++rec.ops;
+    const size_t hosts = seg.hostNodes.size();
+    std::lock_guard<std::mutex> lock(seg.launchMutex);
+    for (size_t k = 0; k < hosts; ++k) {
+      const core::Command& c = list[seg.end - hosts + k];
+      rec.hostCalls->calls.push_back({rec.hostCalls.get(), c.hostCallback, c.userData});
+      HostNode& node = *seg.hostNodes[k];
+      std::lock_guard<std::mutex> nodeLock(node.mutex);
+      node.pending.push_back(&rec.hostCalls->calls.back());
+    }
+    Status st = driverCall([&] { return d_.graphLaunch(seg.exec, q_.stream); });
+    if (!st.ok()) {  // nothing of it runs: take the entries back
+      for (size_t k = 0; k < hosts; ++k) {
+        HostNode& node = *seg.hostNodes[k];
+        std::lock_guard<std::mutex> nodeLock(node.mutex);
+        node.pending.pop_back();
+        rec.hostCalls->calls.pop_back();
+      }
+      return st;
+    }
+    Counters::add(kGraphLaunches, 1);
     return Status();
   }
 

@@ -21,6 +21,7 @@
 #include "completion.hpp"
 #include "device_shared.hpp"
 #include "event_pool.hpp"
+#include "graphs.hpp"
 #include "host_calls.hpp"
 #include "issue_ring.hpp"
 #include "issue_thread.hpp"
@@ -69,6 +70,10 @@ Stats stats() noexcept {
   s.retiredOnSubmit = c[kRetiredOnSubmit];
   s.hostWaitSpins = c[kHostWaitSpins];
   s.hostWaitSleeps = c[kHostWaitSleeps];
+  s.graphInstantiations = c[kGraphInstantiations];
+  s.graphUpdates = c[kGraphUpdates];
+  s.graphUpdatesRefused = c[kGraphUpdatesRefused];
+  s.graphLaunches = c[kGraphLaunches];
   s.issueTimed = c[kIssueTimed];
   s.issueBusyNs = c[kIssueBusyNs];
   s.issueDriverCalls = c[kIssueDriverCalls];

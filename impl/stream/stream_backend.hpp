@@ -43,6 +43,7 @@
 //   stream_timepoint.hpp  StreamTimepoint (a recorded signal) and Waker (host waiters' wake-ups)
 //   event_pool.hpp        EventPool: a device's recycled events
 //   device_shared.hpp     DeviceShared: a device's state that outlives it; MemoryTag
+//   graphs.hpp            graph command buffers: the graphs end() builds, their host nodes
 //   stream_interop.hpp    imported semaphores and memory (native interop)
 //   stream_tuning.hpp     the spin, poll, batch and ring constants
 //   stream_counters.hpp   the counters behind stats()
@@ -139,6 +140,13 @@ struct Stats {
   // queried (behind host calls). Only grow.
   uint64_t hostWaitSpins = 0;
   uint64_t hostWaitSleeps = 0;
+  // Graph command buffers (only grow): executable graphs instantiated at end(), those updated
+  // in place instead (an idle one of the same shape from an earlier recording of the command
+  // buffer), updates the driver refused (a new one was instantiated then), and graph launches.
+  uint64_t graphInstantiations = 0;
+  uint64_t graphUpdates = 0;
+  uint64_t graphUpdatesRefused = 0;
+  uint64_t graphLaunches = 0;
   // Only while setIssueTiming(true), and only on the devices' issuing threads (only grow):
   // submissions they started, the time spent in their passes over a queue that issued something
   // (taking the submissions, the bookkeeping, the driver calls, handing the records over), and

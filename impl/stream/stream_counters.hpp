@@ -45,6 +45,11 @@ enum Counter : size_t {
   kRetiredOnSubmit,   // records retired by direct issuers (Completion::retireOnSubmit)
   kHostWaitSpins,     // host waits on a recorded event that spun on it (StreamTimepoint::wait)
   kHostWaitSleeps,    // host waits on an event that slept until a completion thread woke them
+  // Graph command buffers (graphs.hpp; see Stats::graphInstantiations).
+  kGraphInstantiations,
+  kGraphUpdates,
+  kGraphUpdatesRefused,
+  kGraphLaunches,
   // Issue timing (setIssueTiming; see Stats::issueTimed): counted by the issuing threads only.
   kIssueTimed,        // submissions started
   kIssueBusyNs,       // in passes over a queue that issued

@@ -19,6 +19,7 @@
 #include "backend.hpp"
 #include "collectives.hpp"
 #include "device_shared.hpp"
+#include "graphs.hpp"
 #include "issue_thread.hpp"
 #include "objects.hpp"
 #include "queue_shared.hpp"
@@ -41,6 +42,11 @@ class StreamDevice final : public core::DeviceImpl {
   // The queues are gone (the core Device destroys them first): the issuing thread exits. It can
   // be this thread (see ~StreamQueue); then it exits after the call that destroyed the device.
   ~StreamDevice() override {
+    if (captureStream_) {
+      ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
+                         "destroying the capture stream");
+      (void)shared_->driver.streamDestroy(captureStream_);
+    }
     issuer_->stop.store(true, std::memory_order_seq_cst);
     issuer_->parker.unpark();
     if (thread_.get_id() == std::this_thread::get_id())
@@ -127,6 +133,31 @@ class StreamDevice final : public core::DeviceImpl {
     return Status();
   }
 
+  Status prepareGraph(core::CommandList& list, Ref<core::Object>* cacheRef) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.graphCreate)  // Device::createCommandBuffer refuses graph usage then
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver has no graph entry points", d.name));
+    ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
+    if (!*cacheRef) *cacheRef = core::makeRef<GraphCache>(shared_);
+    auto* cache = static_cast<GraphCache*>(cacheRef->get());
+    auto program = core::makeRef<GraphProgram>(shared_, Ref<GraphCache>(cache));
+    bool natives = false;
+    for (const core::Command& c : list.commands) natives |= c.kind == core::Command::Kind::Native;
+    // One capture at a time per device: the capture stream is the device's.
+    std::unique_lock<std::mutex> lock(captureMutex_, std::defer_lock);
+    if (natives) {
+      lock.lock();
+      if (!captureStream_)
+        BATON_TRY(d.streamCreate(&captureStream_).context("creating the capture stream"));
+    }
+    BATON_TRY(
+        GraphBuilder(*shared_, list, *program, *cache).build(natives ? captureStream_ : nullptr));
+    list.program = std::move(program);
+    return Status();
+  }
+
   Status createCommunicator(const core::CommunicatorSetup& setup,
                             Ref<core::CommunicatorImpl>* out) override {
     return stream::createCommunicator(collectiveDevice(), setup, out);
@@ -140,6 +171,9 @@ class StreamDevice final : public core::DeviceImpl {
   std::shared_ptr<DeviceShared> shared_;
   std::shared_ptr<DeviceIssuer> issuer_;
   std::thread thread_;  // the device's issuing thread
+  // Graph command buffers: the stream end() captures capturable native callbacks on.
+  std::mutex captureMutex_;
+  void* captureStream_ = nullptr;
 };
 
 }  // namespace

@@ -78,6 +78,31 @@ struct DriverTable {
   Status (*importMemoryFd)(int fd, uint64_t size, bool dedicated, void** memory);
   Status (*mapExternalMemory)(void* memory, uint64_t offset, uint64_t size, uint64_t* address);
   Status (*destroyExternalMemory)(void* memory);
+
+  // Graphs (graph command buffers). Null when the driver lacks an entry point; the device then
+  // does not advertise kCapabilityGraphCommandBuffers. Nodes are added behind `dep` (null: a
+  // root node) and *node receives the new one. Copies and fills name device addresses (mapped
+  // page-locked host memory included); memcpy infers the direction (unified addressing).
+  Status (*graphCreate)(void** graph);
+  Status (*graphDestroy)(void* graph);
+  Status (*graphAddMemcpy)(void* graph, void* dep, uint64_t dst, uint64_t src, uint64_t size,
+                           void* context, void** node);
+  Status (*graphAddMemset32)(void* graph, void* dep, uint64_t dst, uint32_t value,
+                             uint64_t count, void* context, void** node);
+  Status (*graphAddHost)(void* graph, void* dep, HostFunction function, void* userData,
+                         void** node);
+  // Adds a copy of `child` (the driver clones it; the caller still owns `child`).
+  Status (*graphAddChild)(void* graph, void* dep, void* child, void** node);
+  Status (*graphInstantiate)(void** exec, void* graph);
+  // Success with *updated false when the driver refuses the update (another shape): the
+  // executable graph is then unchanged; an error only for other failures.
+  Status (*graphExecUpdate)(void* exec, void* graph, bool* updated);
+  Status (*graphExecDestroy)(void* exec);
+  Status (*graphLaunch)(void* exec, void* stream);
+  // Capture of the calling thread's work on `stream` (thread-local mode: other threads' calls
+  // are not restricted); streamEndCapture's *graph is owned by the caller.
+  Status (*streamBeginCapture)(void* stream);
+  Status (*streamEndCapture)(void* stream, void** graph);
 };
 
 // Makes `context` current on this thread for the scope and restores what was current before, so

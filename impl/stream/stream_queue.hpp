@@ -223,11 +223,10 @@ class StreamQueue final : public core::QueueImpl {
     Issue e;
     e.number = number;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
-    for (const Ref<core::CommandList>& list : sub->commandLists)
-      for (const core::Command& c : list->commands) {
-        e.hostCalls += c.kind == core::Command::Kind::HostCall;
-        e.collectives += c.kind == core::Command::Kind::Collective;
-      }
+    for (const Ref<core::CommandList>& list : sub->commandLists) {
+      e.hostCalls += list->hostCalls;  // counted by CommandBuffer::end
+      e.collectives += list->collectives;
+    }
     // Host calls and collectives decide on the host whether the signals are reached or failed
     // (collectives.hpp says why for collectives).
     e.hostPublish = e.hostCalls != 0 || e.collectives != 0 ||

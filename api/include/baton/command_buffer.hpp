@@ -18,6 +18,25 @@
 
 namespace baton {
 
+/// How a command buffer runs its recording (CommandBufferCreateInfo::usage).
+enum class CommandBufferUsage : uint32_t {
+  Replay = 0,  ///< each submission issues the recorded commands one by one (the default)
+  Graph = 1,   ///< end() builds driver graphs; each submission launches them (see above)
+};
+
+/// Parameters of Device::createCommandBuffer.
+struct CommandBufferCreateInfo {
+  CommandBufferUsage usage = CommandBufferUsage::Replay;
+  const char* debugName = nullptr;  ///< copied; names the command buffer in messages (may be null)
+};
+
+/// CommandBuffer::native flag: the callback may be captured into a graph. Its contract: it only
+/// enqueues work on NativeQueue::stream (kernels, copies, library calls that support stream
+/// capture), makes no synchronising call (stream or device synchronize, event query or
+/// synchronize, blocking allocation), calls no baton entry point, and enqueues the same work
+/// every time it is called. A graph command buffer records native callbacks only with this flag.
+constexpr uint32_t kNativeCapturable = 1u << 0;
+
 /// The most bytes one updateBuffer records (the data is copied at record time).
 constexpr uint64_t kMaxUpdateSize = 65536;
 
@@ -40,8 +59,13 @@ struct NativeQueue {
   BackendKind backend = BackendKind::Host;  ///< the backend of the queue the callback runs on
   void* stream = nullptr;                   ///< CUstream / hipStream_t; null on the host backend
   int32_t deviceOrdinal = 0;  ///< the CUDA/HIP device ordinal (PhysicalDeviceProperties::ordinal)
-  uint32_t queueIndex = 0;    ///< the queue's index in its device (Device::getQueue)
+  uint32_t queueIndex = 0;    ///< the queue's index in its device (Device::getQueue), or
+                              ///< kCaptureQueueIndex
 };
+
+/// NativeQueue::queueIndex while end() captures a graph command buffer's capturable native
+/// callback: the stream is then a capture stream of the device, not a queue's.
+constexpr uint32_t kCaptureQueueIndex = 0xFFFFFFFFu;
 
 /// Runs on a host thread when the submission is issued, in queue order, with the native stream:
 /// enqueue work there (kernels, library calls) and it executes in order with the rest of the
@@ -80,8 +104,17 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
   /// Starts a new recording, discarding the previous one (pending submissions keep theirs).
   /// Returns Success, ErrorInvalidHandle.
   [[nodiscard]] Result begin() const noexcept;
-  /// Ends the recording; only ended command buffers can be submitted.
-  /// Returns Success, ErrorInvalidState (not recording), ErrorInvalidHandle.
+  /// Ends the recording; only ended command buffers can be submitted. For a graph command buffer
+  /// on a GPU backend it also builds and instantiates the graphs (or updates earlier ones in
+  /// place), and runs the capturable native callbacks; on failure the recording is discarded
+  /// (begin() again) and nothing was submitted. Thread safe against submissions of earlier
+  /// recordings.
+  /// Returns Success, ErrorInvalidState (not recording; a buffer whose queue-ordered memory is
+  /// not there in a graph command buffer), ErrorInvalidHandle, ErrorHostCallFailed (a capturable
+  /// native callback returned an error: named in the message), ErrorDeviceLost, ErrorDriver (the
+  /// driver refused the graph or the capture: a native callback made a call that capture does
+  /// not allow, for instance; the message names the call), ErrorOutOfHostMemory,
+  /// ErrorOutOfDeviceMemory.
   [[nodiscard]] Result end() const noexcept;
 
   /// \name Recording calls
@@ -105,6 +138,13 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
   [[nodiscard]] Result hostCall(HostCallback callback, void* userData) const noexcept;
   /// Records a native callback; see NativeCallback.
   [[nodiscard]] Result native(NativeCallback callback, void* userData) const noexcept;
+  /// Records a native callback with flags (kNativeCapturable, or 0 as native(callback,
+  /// userData)). In a graph command buffer, a callback without kNativeCapturable is refused with
+  /// ErrorInvalidArgument (it cannot be replayed from a graph). A capturable callback in a graph
+  /// command buffer runs inside end(), once, on a capturing stream; in a replayed command buffer
+  /// the flag changes nothing. Other flag bits: ErrorInvalidArgument.
+  [[nodiscard]] Result native(NativeCallback callback, void* userData,
+                              uint32_t flags) const noexcept;
   ///@}
 
   /// \name Collective commands

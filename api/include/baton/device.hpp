@@ -66,6 +66,11 @@ class BATON_API Device : public Handle<Device> {
   /// Creates an empty command buffer for this device's queues. Ownership: the caller owns it.
   /// Thread safe. Returns Success, ErrorInvalidArgument, ErrorInvalidHandle, ErrorDeviceLost.
   [[nodiscard]] Result createCommandBuffer(CommandBuffer* commandBuffer) const noexcept;
+  /// The same, with parameters (see CommandBufferCreateInfo). Returns also ErrorInvalidArgument
+  /// (a usage that is not one of its enumerators) and ErrorNotSupported (Graph usage on a GPU
+  /// device whose driver has no graph entry points: kCapabilityGraphCommandBuffers is clear).
+  [[nodiscard]] Result createCommandBuffer(const CommandBufferCreateInfo& info,
+                                           CommandBuffer* commandBuffer) const noexcept;
 
   /// Allocates a buffer now (blocking; see Queue::allocaBuffer for queue-ordered allocation).
   /// Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0,

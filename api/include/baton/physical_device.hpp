@@ -20,6 +20,8 @@ enum Capability : uint64_t {
   kCapabilityExternalSemaphoreTimelineFd = 1ull << 5,  ///< imports Vulkan timeline OPAQUE_FD
   kCapabilityExternalMemoryOpaqueFd = 1ull << 6,       ///< imports Vulkan memory OPAQUE_FD
   kCapabilityHostMappedDeviceMemory = 1ull << 7,       ///< Device buffers are host-mappable
+  /// CommandBufferUsage::Graph builds driver graphs (the host backend replays them instead)
+  kCapabilityGraphCommandBuffers = 1ull << 8,
 };
 
 /// Writes the names of the set bits of `capabilities`, comma-separated, into buffer (always
