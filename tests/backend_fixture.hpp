@@ -136,10 +136,22 @@ class BackendTest : public ::testing::TestWithParam<baton::BackendKind> {
   }
 
   // A command buffer recorded by `record` (begin, record, end).
+  // Recorded with the suite's usage (testCommandBufferInfo: graph command buffers in the -graph
+  // registrations).
   baton::UniqueCommandBuffer makeCommandBuffer(
       const std::function<void(baton::CommandBuffer)>& record) {
+    return makeCommandBuffer(testCommandBufferInfo(), record);
+  }
+  // Always replayed: for native callbacks that are not capturable.
+  baton::UniqueCommandBuffer makeReplayCommandBuffer(
+      const std::function<void(baton::CommandBuffer)>& record) {
+    return makeCommandBuffer(baton::CommandBufferCreateInfo(), record);
+  }
+  baton::UniqueCommandBuffer makeCommandBuffer(
+      const baton::CommandBufferCreateInfo& info,
+      const std::function<void(baton::CommandBuffer)>& record) {
     baton::UniqueCommandBuffer cb;
-    EXPECT_OK(device_->createCommandBuffer(cb.put()));
+    EXPECT_OK(device_->createCommandBuffer(info, cb.put()));
     EXPECT_OK(cb->begin());
     record(*cb);
     EXPECT_OK(cb->end());

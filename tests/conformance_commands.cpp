@@ -149,17 +149,17 @@ TEST_P(CommandTest, HostCallAndNativeOrderWithinAQueue) {
   auto done = makeSemaphore();
   std::deque<LogEntry> entries;
   for (int i = 0; i < 8; ++i) entries.push_back({&log, i});
-  auto first = makeCommandBuffer([&](CommandBuffer c) {
+  auto first = makeReplayCommandBuffer([&](CommandBuffer c) {
     EXPECT_OK(c.hostCall(appendToLog, &entries[0]));
     EXPECT_OK(c.native(appendToLogNative, &entries[1]));
     EXPECT_OK(c.hostCall(appendToLog, &entries[2]));
     EXPECT_OK(c.native(appendToLogNative, &entries[3]));
   });
-  auto second = makeCommandBuffer([&](CommandBuffer c) {
+  auto second = makeReplayCommandBuffer([&](CommandBuffer c) {
     EXPECT_OK(c.native(appendToLogNative, &entries[5]));
     EXPECT_OK(c.hostCall(appendToLog, &entries[4]));
   });
-  auto third = makeCommandBuffer([&](CommandBuffer c) {
+  auto third = makeReplayCommandBuffer([&](CommandBuffer c) {
     EXPECT_OK(c.hostCall(appendToLog, &entries[6]));
     EXPECT_OK(c.native(appendToLogNative, &entries[7]));
   });
@@ -189,7 +189,7 @@ TEST_P(CommandTest, NativeCallbackReceivesItsQueue) {
   for (uint32_t i = 0; i < queueCount(); ++i) {
     NativeSeen seen;
     auto done = makeSemaphore();
-    auto cb = makeCommandBuffer([&](CommandBuffer c) {
+    auto cb = makeReplayCommandBuffer([&](CommandBuffer c) {
       EXPECT_OK(c.native(
           [](const baton::NativeQueue& q, void* p) {
             auto* s = static_cast<NativeSeen*>(p);

@@ -270,7 +270,7 @@ TEST_P(FailureTest, HostCallErrorPropagatesToDependentSubmissions) {
 
 TEST_P(FailureTest, NativeCallbackErrorFailsTheSignals) {
   auto out = makeSemaphore();
-  auto cb = makeCommandBuffer(
+  auto cb = makeReplayCommandBuffer(
       [&](CommandBuffer c) { EXPECT_OK(c.native(nativeReturnsNotSupported, nullptr)); });
   ASSERT_OK(submit(queue(0), {}, {*cb}, {{*out, 1}}));
   EXPECT_EQ(out->wait(1, kLongNs), Result::ErrorSemaphoreFailed);

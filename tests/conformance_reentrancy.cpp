@@ -44,12 +44,13 @@ class ReentrancyTest : public BackendTest {
     Reentry r;
     r.call = std::move(call);
     auto done = makeSemaphore(0, "reentry-done");
-    auto cb = makeCommandBuffer([&](baton::CommandBuffer c) {
-      if (via == Via::HostCall)
-        EXPECT_OK(c.hostCall(&runReentry, &r));
-      else
-        EXPECT_OK(c.native(&runReentryNative, &r));
-    });
+    // Native callbacks that call baton are not capturable: replayed.
+    auto cb = via == Via::HostCall ? makeCommandBuffer([&](baton::CommandBuffer c) {
+      EXPECT_OK(c.hostCall(&runReentry, &r));
+    })
+                                   : makeReplayCommandBuffer([&](baton::CommandBuffer c) {
+                                       EXPECT_OK(c.native(&runReentryNative, &r));
+                                     });
     EXPECT_OK(submit(queue(0), {}, {*cb}, {{*done, 1}}));
     EXPECT_OK(done->wait(1, kLongNs)) << "the submission that made the call lost its signal";
     EXPECT_EQ(r.runs, 1);

@@ -30,6 +30,17 @@ inline void PrintTo(WaitMode mode, std::ostream* os) {
 
 namespace baton_test {
 
+// The usage the suites record their command buffers with: BATON_TEST_COMMAND_BUFFERS=graph runs
+// them again with graph command buffers (the registrations ending in -graph set it). Tests whose
+// native callbacks are not capturable, or that observe how a replayed submission is issued,
+// record replayed command buffers explicitly.
+inline baton::CommandBufferCreateInfo testCommandBufferInfo() {
+  baton::CommandBufferCreateInfo info;
+  const char* mode = std::getenv("BATON_TEST_COMMAND_BUFFERS");
+  if (mode && std::string_view(mode) == "graph") info.usage = baton::CommandBufferUsage::Graph;
+  return info;
+}
+
 using baton::Result;
 
 constexpr uint64_t kUs = 1000;

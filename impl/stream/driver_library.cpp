@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace baton::stream {
 
@@ -28,8 +29,19 @@ DriverLibrary openDriverLibrary(const char* overrideEnv,
   return out;
 }
 
+namespace {
+bool hidden(const SymbolName& name) {
+  const char* list = std::getenv("BATON_DRIVER_HIDE_SYMBOLS");
+  if (!list || !*list) return false;
+  const std::string names = std::string(",") + list + ",";
+  for (const char* n : {name.api, name.symbol})
+    if (names.find(std::string(",") + n + ",") != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
 void* resolveSymbol(void* library, const SymbolName& name, bool required, std::string* missing) {
-  void* p = dlsym(library, name.symbol);
+  void* p = required || !hidden(name) ? dlsym(library, name.symbol) : nullptr;
   if (!p && required) *missing += (missing->empty() ? "" : ", ") + std::string(name.symbol);
   return p;
 }

@@ -37,7 +37,10 @@ DriverLibrary openDriverLibrary(const char* overrideEnv,
                                 std::initializer_list<const char*> candidates);
 
 // Looks up `name.symbol` in `library`; appends it to `missing` (comma-separated) when it is
-// absent and `required`.
+// absent and `required`. For tests: an optional entry point named (API or symbol name) in
+// BATON_DRIVER_HIDE_SYMBOLS (comma-separated) is treated as absent, so that what a driver
+// without it gets (a capability not advertised, a clear refusal) can be checked on a driver that
+// has it.
 void* resolveSymbol(void* library, const SymbolName& name, bool required, std::string* missing);
 
 // How many times an entry point was called while DriverFaults recorded calls.

@@ -84,6 +84,10 @@ const StreamHooks kCudaHooks = {
     "CUDA_ERROR_LAUNCH_FAILED",
     "cuMemsetD32Async",
     "cuEventRecord",
+    [](void* stream) -> int {
+      return baton::cuda::symbols().cuStreamSynchronize(static_cast<CUstream>(stream));
+    },
+    "cuGraphLaunch",
 };
 const RegisterStreamHooks kRegistration(kCudaHooks);
 

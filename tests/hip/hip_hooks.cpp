@@ -77,6 +77,10 @@ const StreamHooks kHipHooks = {
     "hipErrorLaunchFailure",
     "hipMemsetD32Async",
     "hipEventRecord",
+    [](void* stream) -> int {
+      return baton::hip::symbols().hipStreamSynchronize(static_cast<hipStream_t>(stream));
+    },
+    "hipGraphLaunch",
 };
 const RegisterStreamHooks kRegistration(kHipHooks);
 

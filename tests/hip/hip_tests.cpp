@@ -6,6 +6,8 @@
 // does not export hipLaunchHostFunc), and queue-ordered allocation from the device's default
 // memory pool. Each test skips, with the runtime's reason, without a HIP device (AMD's runtime on
 // a machine without an AMD GPU: "hipInit failed: hipErrorInvalidDevice").
+// Their command buffers are replayed (makeReplayCommands) in every registration: each observes
+// what a replayed submission calls (hipStreamAddCallback, a native callback per issue).
 #include <atomic>
 #include <functional>
 
@@ -87,7 +89,7 @@ TEST_P(HipTest, NativeCallbackEnqueuesHipWorkOnTheQueuesStream) {
   memset.words = size / 4;
   ASSERT_OK(data->getDeviceAddress(&memset.address));
   auto s = makeSemaphore("hip-native");
-  auto cb = makeCommands([&](baton::CommandBuffer c) {
+  auto cb = makeReplayCommands([&](baton::CommandBuffer c) {
     EXPECT_OK(c.fillBuffer(*data, 0, size, 1));
     EXPECT_OK(c.native(&HipMemset::run, &memset));
     EXPECT_OK(c.copyBuffer(*data, 0, *out, 0, size));
@@ -112,7 +114,7 @@ TEST_P(HipTest, HostCallsRunThroughHipStreamAddCallback) {
     GTEST_SKIP() << "this HIP runtime exports hipLaunchHostFunc, which baton then uses instead "
                     "of hipStreamAddCallback";
   std::atomic<int> ran{0};
-  auto call = makeCommands([&](baton::CommandBuffer cb) {
+  auto call = makeReplayCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.hostCall(
         [](void* user) {
           static_cast<std::atomic<int>*>(user)->fetch_add(1);
@@ -163,7 +165,7 @@ TEST_P(HipTest, QueueOrderedAllocationUsesTheDefaultPool) {
   auto allocated = makeSemaphore("allocated"), freed = makeSemaphore("freed");
   baton::Buffer b;
   ASSERT_OK(queue(0).allocaBuffer({}, info, {{*allocated, 1}}, &b));
-  auto use = makeCommands([&](baton::CommandBuffer cb) {
+  auto use = makeReplayCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.fillBuffer(b, 0, size, kPattern));
     EXPECT_OK(cb.copyBuffer(b, 0, *out, 0, size));
   });
@@ -263,7 +265,7 @@ TEST_P(HipTest, GraphsBuiltCapturedAndUpdatedRunOnTheQueuesStream) {
   ASSERT_OK(data->getDeviceAddress(&address));
   w.address = reinterpret_cast<hipDeviceptr_t>(address);
   auto s = makeSemaphore("graphs");
-  auto first = makeCommands([&](baton::CommandBuffer c) {
+  auto first = makeReplayCommands([&](baton::CommandBuffer c) {
     EXPECT_OK(c.native(&GraphWork::first, &w));
     EXPECT_OK(c.copyBuffer(*data, 0, *out, 0, size));
   });
@@ -277,7 +279,7 @@ TEST_P(HipTest, GraphsBuiltCapturedAndUpdatedRunOnTheQueuesStream) {
   EXPECT_EQ(words[w.words / 2], kPattern) << "the built graph's fill did not run";
   EXPECT_EQ(words[w.words - 1], kPattern);
 
-  auto second = makeCommands([&](baton::CommandBuffer c) {
+  auto second = makeReplayCommands([&](baton::CommandBuffer c) {
     EXPECT_OK(c.native(&GraphWork::second, &w));
     EXPECT_OK(c.copyBuffer(*data, 0, *out, 0, size));
   });

@@ -144,7 +144,7 @@ class CrossBackendTest : public StreamBackendTest {
 
     std::atomic<int> issued{0};
     CopyWords copy{map<uint32_t>(*pOut), map<uint32_t>(*cIn), kWords};
-    auto consumerWork = makeCommands(consumer.device, [&](baton::CommandBuffer cb) {
+    auto consumerWork = makeReplayCommands(consumer.device, [&](baton::CommandBuffer cb) {
       EXPECT_OK(cb.native(countIssue, &issued));
       EXPECT_OK(cb.hostCall(&CopyWords::run, &copy));
       EXPECT_OK(cb.copyBuffer(*cIn, 0, *cDevice, 0, kBytes));

@@ -49,6 +49,43 @@ TEST_P(StreamDeviceLostTest, InjectedStickyErrorMarksTheDeviceLost) {
   EXPECT_EQ(device_->waitIdle(kLongNs), Result::ErrorDeviceLost);
 }
 
+// The same error at a graph command buffer's launch: the submission's signals and the device
+// are lost, held work fails, nothing hangs.
+TEST_P(StreamDeviceLostTest, InjectedStickyErrorAtAGraphLaunchMarksTheDeviceLost) {
+  auto s = makeSemaphore("graph-lost"), held = makeSemaphore("held"),
+       never = makeSemaphore("never");
+  baton::BufferCreateInfo info;
+  info.size = 256;
+  info.memory = MemoryKind::HostPinned;
+  baton::UniqueBuffer out;
+  ASSERT_OK(device_->createBuffer(info, out.put()));
+  baton::CommandBufferCreateInfo graph;
+  graph.usage = baton::CommandBufferUsage::Graph;
+  auto cb = makeCommands(
+      *device_, [&](baton::CommandBuffer c) { EXPECT_OK(c.fillBuffer(*out, 0, 256, 9u)); }, graph);
+  ASSERT_OK(submit(queue(1), {{*never, 1}}, {*cb}, {{*held, 1}}));
+  hooks().clearFaults();
+  ASSERT_TRUE(hooks().injectFault(hooks().graphLaunchApi, Fault::IllegalAddress));
+  ASSERT_OK(submit(queue(0), {}, {*cb}, {{*s, 1}}));
+  auto start = Clock::now();
+  EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
+  EXPECT_LT(secondsSince(start), kPromptSeconds);
+  EXPECT_EQ(hooks().faultsFired(), 1u);
+  hooks().clearFaults();
+  EXPECT_TRUE(containsText(lastError(), hooks().graphLaunchApi)) << lastError();
+  EXPECT_TRUE(containsText(lastError(), hooks().illegalAddressName)) << lastError();
+  Result r = held->wait(1, kLongNs);
+  EXPECT_TRUE(r == Result::ErrorDeviceLost || r == Result::ErrorSemaphoreFailed)
+      << baton::resultName(r) << ": " << lastError();
+  start = Clock::now();
+  while (secondsSince(start) < kPromptSeconds) {
+    r = submit(queue(2), {}, {*cb}, {});
+    if (r == Result::ErrorDeviceLost) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(r, Result::ErrorDeviceLost);
+}
+
 // A kernel that writes to an invalid address (PTX, launched through a native callback).
 TEST_P(StreamDeviceLostTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
   BATON_REQUIRE_KERNELS();
@@ -59,8 +96,11 @@ TEST_P(StreamDeviceLostTest, IllegalAddressLosesTheDeviceAndNothingHangs) {
   bad.hooks = &hooks();
   bad.function = kernels().badWrite;
   bad.argument = 0x10;  // never mapped
-  auto crash = makeCommands(
-      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(&KernelCall::native, &bad)); });
+  // Capturable: in the -graph registrations the kernel is captured into a graph command buffer,
+  // and the device is lost during the graph's launch.
+  auto crash = makeCommands([&](baton::CommandBuffer cb) {
+    EXPECT_OK(cb.native(&KernelCall::native, &bad, baton::kNativeCapturable));
+  });
   // Held on a host semaphore that is never signalled: must fail when the device is lost.
   ASSERT_OK(submit(queue(2), {{*hostOnly, 1}}, {}, {{*held, 1}}));
   ASSERT_OK(submit(queue(0), {}, {*crash}, {{*faulted, 1}}));

@@ -76,6 +76,10 @@ struct StreamHooks {
   const char* launchFailedName;    // CUDA_ERROR_LAUNCH_FAILED / hipErrorLaunchFailure
   const char* memsetApi;           // cuMemsetD32Async / hipMemsetD32Async
   const char* eventRecordApi;      // cuEventRecord / hipEventRecord
+  // Graph command buffers: a stream synchronisation (which stream capture does not allow), and
+  // the graph launch entry point's name.
+  int (*synchronize)(void* stream);
+  const char* graphLaunchApi;  // cuGraphLaunch / hipGraphLaunch
 };
 
 // The hooks linked into this executable, registered by static objects in the hooks files
@@ -206,7 +210,10 @@ class Gate {
   }
 
   // Records the gate kernel into a command buffer being recorded.
-  void record(baton::CommandBuffer cb) { EXPECT_OK(cb.native(&KernelCall::native, &call_)); }
+  // Capturable: a graph command buffer replays the kernel on every submission.
+  void record(baton::CommandBuffer cb) {
+    EXPECT_OK(cb.native(&KernelCall::native, &call_, baton::kNativeCapturable));
+  }
 
   void open() {
     if (flag_) __atomic_store_n(flag_, 1u, __ATOMIC_SEQ_CST);
@@ -291,9 +298,11 @@ class StreamBackendTest : public BackendTest {
   }
 
   template <class Record>
-  baton::UniqueCommandBuffer makeCommands(baton::Device device, Record&& record) {
+  baton::UniqueCommandBuffer makeCommands(
+      baton::Device device, Record&& record,
+      baton::CommandBufferCreateInfo info = testCommandBufferInfo()) {
     baton::UniqueCommandBuffer cb;
-    EXPECT_OK(device.createCommandBuffer(cb.put()));
+    EXPECT_OK(device.createCommandBuffer(info, cb.put()));
     EXPECT_OK(cb->begin());
     record(*cb);
     EXPECT_OK(cb->end());
@@ -302,6 +311,15 @@ class StreamBackendTest : public BackendTest {
   template <class Record>
   baton::UniqueCommandBuffer makeCommands(Record&& record) {
     return makeCommands(*device_, std::forward<Record>(record));
+  }
+  // Always replayed (see testCommandBufferInfo).
+  template <class Record>
+  baton::UniqueCommandBuffer makeReplayCommands(baton::Device device, Record&& record) {
+    return makeCommands(device, std::forward<Record>(record), baton::CommandBufferCreateInfo());
+  }
+  template <class Record>
+  baton::UniqueCommandBuffer makeReplayCommands(Record&& record) {
+    return makeReplayCommands(*device_, std::forward<Record>(record));
   }
 
   const StreamHooks* hooks_ = nullptr;

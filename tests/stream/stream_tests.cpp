@@ -68,9 +68,9 @@ TEST_P(StreamBackendTest, NativeQueueDescribesTheStream) {
     return Result::Success;
   };
   auto cb0 =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[0])); });
+      makeReplayCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[0])); });
   auto cb1 =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[1])); });
+      makeReplayCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(capture, &seen[1])); });
   ASSERT_OK(submit(queue(0), {}, {*cb0}, {}));
   ASSERT_OK(submit(queue(1), {}, {*cb1}, {}));
   ASSERT_OK(device_->waitIdle());
@@ -113,10 +113,10 @@ bool directIssueOn() {
 // hand-off to a thread that must wake or poll for it); the device's issuing thread otherwise.
 TEST_P(StreamBackendTest, NativeCallbacksRunOnTheThreadThatIssues) {
   ThreadSeen direct, held;
-  auto cbDirect =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &direct)); });
-  auto cbHeld =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &held)); });
+  auto cbDirect = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &direct)); });
+  auto cbHeld = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &held)); });
   auto gate = makeSemaphore("gate"), done = makeSemaphore("done");
 
   ASSERT_OK(submit(queue(0), {}, {*cbDirect}, {{*done, 1}}));
@@ -176,8 +176,8 @@ TEST_P(StreamBackendTest, ASignalReleasingSeveralHandsThemOnInOrder) {
   OrderSlot slots[3] = {{&seen, 0}, {&seen, 1}, {&seen, 2}};
   auto gate = makeSemaphore("gate"), done = makeSemaphore("done");
   for (uint64_t i = 0; i < 3; ++i) {
-    auto cb =
-        makeCommands([&](baton::CommandBuffer c) { EXPECT_OK(c.native(recordOrder, &slots[i])); });
+    auto cb = makeReplayCommands(
+        [&](baton::CommandBuffer c) { EXPECT_OK(c.native(recordOrder, &slots[i])); });
     ASSERT_OK(submit(queue(1), {{*gate, 1}}, {*cb}, {{*done, i + 1}}));
   }
   EXPECT_EQ(seen.next.load(), 0) << "issued before the wait was met";
@@ -206,9 +206,9 @@ TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread
     ~Reset() { baton::stream::resetIssueMode(); }
   } reset;
   ThreadSeen first, afterWait;
-  auto cbFirst =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &first)); });
-  auto cbAfter = makeCommands(
+  auto cbFirst = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &first)); });
+  auto cbAfter = makeReplayCommands(
       [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &afterWait)); });
   auto done = makeSemaphore("done");
   const baton::stream::Stats before = baton::stream::stats();
@@ -225,8 +225,8 @@ TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread
   // Never: every submission goes to the issuing thread.
   baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread);
   ThreadSeen never;
-  auto cbNever =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &never)); });
+  auto cbNever = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &never)); });
   ASSERT_OK(submit(queue(1), {}, {*cbNever}, {{*done, 3}}));
   ASSERT_OK(done->wait(3, kLongNs));
   EXPECT_NE(never.thread, std::this_thread::get_id());
@@ -379,13 +379,13 @@ TEST_P(StreamBackendTest, ADirectlyIssuedCallbackSubmitsToItsOwnQueue) {
     Result submitted = Result::ErrorInvalidState;  // until the callback ran
     std::atomic<int> innerCallsAtOuterEnd{-1};
   } n;
-  auto inner =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &n.inner)); });
+  auto inner = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &n.inner)); });
   auto done = makeSemaphore("done");
   n.queue = queue(0);
   n.done = *done;
   n.innerCommands = *inner;
-  auto outer = makeCommands([&](baton::CommandBuffer cb) {
+  auto outer = makeReplayCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.native(
         [](const baton::NativeQueue&, void* user) {
           auto* n = static_cast<Nested*>(user);
@@ -423,15 +423,15 @@ TEST_P(StreamBackendTest, WaitBeforeSignalChainIsReleasedWhenTheSignalIsRecorded
   std::atomic<int> issued[3] = {0, 0, 0};
   Gate gate(*device_, kernels_);
 
-  auto c1 = makeCommands([&](baton::CommandBuffer cb) {
+  auto c1 = makeReplayCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.native(countIssue, &issued[0]));
     EXPECT_OK(cb.copyBuffer(*a, 0, *b, 0, size));
   });
-  auto c2 = makeCommands([&](baton::CommandBuffer cb) {
+  auto c2 = makeReplayCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.native(countIssue, &issued[1]));
     EXPECT_OK(cb.copyBuffer(*b, 0, *c, 0, size));
   });
-  auto c3 = makeCommands([&](baton::CommandBuffer cb) {
+  auto c3 = makeReplayCommands([&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.native(countIssue, &issued[2]));
     EXPECT_OK(cb.copyBuffer(*c, 0, *out, 0, size));
   });
@@ -443,7 +443,7 @@ TEST_P(StreamBackendTest, WaitBeforeSignalChainIsReleasedWhenTheSignalIsRecorded
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   for (auto& i : issued) EXPECT_EQ(i.load(), 0) << "held until the producer's signal exists";
 
-  auto producer = makeCommands([&](baton::CommandBuffer cb) {
+  auto producer = makeReplayCommands([&](baton::CommandBuffer cb) {
     gate.record(cb);
     EXPECT_OK(cb.fillBuffer(*a, 0, size, kPattern));
   });
@@ -681,6 +681,8 @@ TEST_P(StreamBackendTest, SleepingHostWaitWakesBeforeLaterWorkOnTheQueue) {
 // alloca held on a host-signalled wait, then used on another queue and freed by dealloca on a
 // third; the address is NotReady until the allocation ran. Repeated to exercise the pool.
 TEST_P(StreamBackendTest, QueueOrderedAllocationIsOrderedByItsWaitsAndSignals) {
+  // Replayed: a graph command buffer needs its buffers' memory at end(), before the alloca ran
+  // here (stream_graph_tests.cpp: ABufferWithoutMemoryAtEndIsRefused).
   if (!(props_.capabilities & baton::kCapabilityStreamOrderedAlloc))
     GTEST_SKIP() << "no memory pools on " << props_.name;
   const uint64_t size = 256 << 10;
@@ -697,7 +699,7 @@ TEST_P(StreamBackendTest, QueueOrderedAllocationIsOrderedByItsWaitsAndSignals) {
     uint64_t address = 0;
     EXPECT_EQ(b.getDeviceAddress(&address), Result::NotReady) << "allocated before its wait";
     const uint32_t pattern = kPattern + static_cast<uint32_t>(round);
-    auto use = makeCommands([&](baton::CommandBuffer cb) {
+    auto use = makeReplayCommands([&](baton::CommandBuffer cb) {
       EXPECT_OK(cb.fillBuffer(b, 0, size, pattern));
       EXPECT_OK(cb.copyBuffer(b, 0, *out, 0, size));
     });
@@ -749,7 +751,7 @@ TEST_P(StreamBackendTest, TwoGpuWait) {
   ASSERT_OK(shared->getDeviceAddress(&copy.src));
   ASSERT_OK(staging->getDeviceAddress(&copy.dst));  // host to device: ordered on the stream
   auto s = makeSemaphore("gpu0->gpu1"), t = makeSemaphore("gpu1 done");
-  auto consumer = makeCommands(*second, [&](baton::CommandBuffer cb) {
+  auto consumer = makeReplayCommands(*second, [&](baton::CommandBuffer cb) {
     EXPECT_OK(cb.native(&CrossDeviceCopy::run, &copy));
     EXPECT_OK(cb.copyBuffer(*staging, 0, *out, 0, 4096));
   });
@@ -757,7 +759,7 @@ TEST_P(StreamBackendTest, TwoGpuWait) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // issuing is asynchronous
   EXPECT_EQ(copy.issued.load(), 0);
   Gate gate(*device_, kernels_);
-  auto producer = makeCommands([&](baton::CommandBuffer cb) {
+  auto producer = makeReplayCommands([&](baton::CommandBuffer cb) {
     gate.record(cb);
     EXPECT_OK(cb.fillBuffer(*src, 0, 4096, kPattern));
     EXPECT_OK(cb.copyBuffer(*src, 0, *shared, 0, 4096));
@@ -781,9 +783,11 @@ TEST_P(StreamBackendTest, TwoGpuWait) {
 // submission's signals with the driver's name of the error (CUresult, hipError_t) and of the
 // call, and the device stays usable.
 TEST_P(StreamBackendTest, DriverErrorFailsTheSignalsWithTheDriverErrorName) {
+  // Replayed: a graph command buffer makes no memset call of its own (stream_graph_tests.cpp:
+  // ALaunchErrorFailsTheSignals).
   auto buffer = makeBuffer(64, MemoryKind::Device);
-  auto fill =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.fillBuffer(*buffer, 0, 64, 1)); });
+  auto fill = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.fillBuffer(*buffer, 0, 64, 1)); });
   auto s = makeSemaphore("injected");
   hooks().clearFaults();
   ASSERT_TRUE(hooks().injectFault(hooks().memsetApi, Fault::InvalidValue));
@@ -1065,10 +1069,10 @@ TEST_P(StreamBusyTest, ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread) {
   } reset;
   if (!holdGpu()) GTEST_SKIP() << skip_;
   ThreadSeen busy, idle;
-  auto cbBusy =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &busy)); });
-  auto cbIdle =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &idle)); });
+  auto cbBusy = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &busy)); });
+  auto cbIdle = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &idle)); });
   auto done = makeSemaphore("done");
   // Work of the queue the GPU has not run (with the fake driver's pause, nothing is on the
   // stream yet).
@@ -1119,8 +1123,8 @@ TEST_P(StreamBusyTest, AQueueThatRanDryUnobservedIsIssuedOnTheSubmittingThread) 
     openGpu();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the GPU runs dry, unobserved
     ThreadSeen seen;
-    auto cb =
-        makeCommands([&](baton::CommandBuffer c) { EXPECT_OK(c.native(recordThread, &seen)); });
+    auto cb = makeReplayCommands(
+        [&](baton::CommandBuffer c) { EXPECT_OK(c.native(recordThread, &seen)); });
     const baton::stream::Stats before = baton::stream::stats();
     ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, ++value}}));
     const baton::stream::Stats after = baton::stream::stats();
@@ -1200,15 +1204,15 @@ TEST_P(StreamBusyTest, SignalsBehindFinishedHostCallsArePublishedOnTheGpu) {
     std::atomic<bool>& flag;
     ~Release() { flag = true; }
   } released{release};
-  auto call = makeCommands(
+  auto call = makeReplayCommands(
       [&](baton::CommandBuffer cb) { EXPECT_OK(cb.hostCall(holdUntilReleased, &release)); });
   const baton::stream::Stats before = baton::stream::stats();
   ASSERT_OK(submit(queue(0), {}, {*call}, {{*s, 1}}));
   ASSERT_TRUE(holdGpu()) << skip_;                 // the gate kernel, after the host call
   ASSERT_OK(submit(queue(0), {}, {}, {{*t, 1}}));  // released while the host call is ahead
   ThreadSeen issued;
-  auto mark =
-      makeCommands([&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &issued)); });
+  auto mark = makeReplayCommands(
+      [&](baton::CommandBuffer cb) { EXPECT_OK(cb.native(recordThread, &issued)); });
   ASSERT_OK(submit(queue(1), {{*t, 1}}, {*mark}, {{*u, 1}}));
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_EQ(issued.calls.load(), 0) << "queue 1 was issued before t's signal was published";
