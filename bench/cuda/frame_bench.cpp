@@ -398,9 +398,11 @@ struct Side {
   // raw
   RawStream streams[kQueues] = {};
   RawEvent events[kInFlight][kPasses] = {};
-  // raw-graph: each pass of each slot captured once as a graph; the slots' stamps in pinned
-  // words that the first pass's graph copies into the state (kernel mode).
+  // raw-graph and baton-graph: each pass of each slot captured once as a graph (baton-graph: a
+  // graph command buffer); the slots' stamps in pinned words that the first pass's graph copies
+  // into the state (kernel mode).
   bool graph = false;
+  double recordUs = 0;  // baton: what recording every command buffer took (recordAll)
   RawGraphExec execs[kInFlight][kPasses] = {};
   baton::Buffer stampWords;
   uint64_t stampWordsAddress = 0;
@@ -532,12 +534,16 @@ baton::Buffer buffer(uint64_t size, baton::MemoryKind kind) {
 // raw frame; HIP's hipStreamAddCallback cannot be captured), preceded in the frame's first pass
 // (the one every other follows) by the copy of the slot's stamp (kernel mode; copy mode: the CPU
 // writes it into the mapped state, as for the raw side).
-void captureGraphs(Side& side) {
+void makeStampWords(Side& side) {
   side.stampWords = buffer(kInFlight * 4, baton::MemoryKind::HostPinned);
   BATON_OK(side.stampWords.getDeviceAddress(&side.stampWordsAddress));
   void* host = nullptr;
   BATON_OK(side.stampWords.map(&host));
   side.stampWordsHost = static_cast<uint32_t*>(host);
+}
+
+void captureGraphs(Side& side) {
+  makeStampWords(side);
   for (uint32_t slot = 0; slot < kInFlight; ++slot)
     for (int p = 0; p < kPasses; ++p) {
       const Pass& pass = graph.passes[p];
@@ -553,6 +559,37 @@ void captureGraphs(Side& side) {
       RAW_OK(driver.graphInstantiate(&side.execs[slot][p], g));
       RAW_OK(driver.graphDestroy(g));
     }
+}
+
+// Records every command buffer of a baton side (a pass of a slot each): the same calls as the raw
+// frame's pass, plus (graph command buffers, kernel mode) the copy of the slot's stamp in the
+// first pass, as the raw-graph side captures it. Returns the time it took, in µs.
+double recordAll(Side& side) {
+  const auto start = std::chrono::steady_clock::now();
+  for (uint32_t slot = 0; slot < kInFlight; ++slot) {
+    for (int p = 0; p < kPasses; ++p) {
+      const Pass& pass = graph.passes[p];
+      baton::CommandBuffer cb = side.cbs[slot][p];
+      BATON_OK(cb.begin());
+      if (side.graph && p == 0 && env.kernels)
+        BATON_OK(cb.copyBuffer(side.stampWords, 4 * slot, side.state,
+                               slot * kSlotBytes + 4 * kStampSrc, 4));
+      for (uint32_t n = pass.firstNode; n < pass.firstNode + pass.nodes; ++n) {
+        if (env.kernels) {
+          // Capturable: the graph side's kernels read the stamp from the state (launchNode).
+          BATON_OK(cb.native(nodeNative, &side.calls[slot * nodeCount() + n],
+                             side.graph ? baton::kNativeCapturable : 0));
+        } else {
+          for (const Copy& c : nodeCopies(slot, n))
+            BATON_OK(cb.copyBuffer(side.state, c.src, side.state, c.dst, 4));
+        }
+      }
+      if (p == kPasses - 1) BATON_OK(cb.hostCall(batonHostCall, &side.slots[slot]));
+      BATON_OK(cb.end());
+    }
+  }
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 void setupSide(Side& side, bool batonSide) {
@@ -597,25 +634,16 @@ void setupSide(Side& side, bool batonSide) {
       info.debugName = q == A ? "frame-A" : q == B ? "frame-B" : "frame-C";
       BATON_OK(env.instance.createSemaphore(info, &side.timeline[q]));
     }
-    // One command buffer per pass and slot, recorded once and reused every third frame.
-    for (uint32_t slot = 0; slot < kInFlight; ++slot) {
+    // One command buffer per pass and slot, recorded once and reused every third frame;
+    // baton-graph: graph command buffers, timed (recordAll).
+    if (side.graph && env.kernels) makeStampWords(side);
+    for (uint32_t slot = 0; slot < kInFlight; ++slot)
       for (int p = 0; p < kPasses; ++p) {
-        const Pass& pass = graph.passes[p];
-        baton::CommandBuffer& cb = side.cbs[slot][p];
-        BATON_OK(env.device.createCommandBuffer(&cb));
-        BATON_OK(cb.begin());
-        for (uint32_t n = pass.firstNode; n < pass.firstNode + pass.nodes; ++n) {
-          if (env.kernels) {
-            BATON_OK(cb.native(nodeNative, &side.calls[slot * nodeCount() + n]));
-          } else {
-            for (const Copy& c : nodeCopies(slot, n))
-              BATON_OK(cb.copyBuffer(side.state, c.src, side.state, c.dst, 4));
-          }
-        }
-        if (p == kPasses - 1) BATON_OK(cb.hostCall(batonHostCall, &side.slots[slot]));
-        BATON_OK(cb.end());
+        baton::CommandBufferCreateInfo info;
+        if (side.graph) info.usage = baton::CommandBufferUsage::Graph;
+        BATON_OK(env.device.createCommandBuffer(info, &side.cbs[slot][p]));
       }
-    }
+    side.recordUs = recordAll(side);
   } else {
     for (RawStream& s : side.streams) RAW_OK(driver.streamCreate(&s));
     for (auto& slotEvents : side.events)
@@ -784,6 +812,8 @@ Figures runBaton(Side& side, uint64_t first, int frames, int warmup) {
   baton::Semaphore end = side.timeline[graph.passes[kPasses - 1].queue];
   auto waitEnd = [&](uint64_t f) { BATON_OK(end.wait(signalValue(f, kPasses - 1), UINT64_MAX)); };
   auto submitFrame = [&](uint64_t f, uint32_t slot) {
+    if (side.graph && env.kernels)
+      __atomic_store_n(&side.stampWordsHost[slot], side.stamp[slot].load(), __ATOMIC_RELEASE);
     for (int p = 0; p < kPasses; ++p) {
       const Pass& pass = graph.passes[p];
       baton::SemaphoreValue waits[kQueues];
@@ -951,7 +981,9 @@ int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IONBF, 0);
   const char* usage =
       "usage: frame_bench [--backend cuda|hip] [--frames N] [--runs N] [--raw-blocking-sync] "
-      "[--no-edges] [--ptx]\n";
+      "[--no-edges] [--ptx]\n"
+      "(baton-graph, graph command buffers, runs beside the other sides wherever the device has "
+      "them)\n";
   int frames = std::max(1000 / scale(), 8), runs = 3;
   bool rawBlocking = false, printPtx = false;
   for (int i = 1; i < argc; ++i) {
@@ -1029,13 +1061,43 @@ int main(int argc, char** argv) {
   if (env.noEdges)
     std::printf("--no-edges: every cross-queue wait dropped on both sides; the checks must fail\n");
 
-  Side ours, raw, raw2, rawGraph;
+  Side ours, oursGraph, raw, raw2, rawGraph;
   ours.name = "baton";
+  oursGraph.name = "baton-graph";
+  oursGraph.graph = true;
   raw.name = "raw";
   raw2.name = "raw-2t";
   rawGraph.name = "raw-graph";
   rawGraph.graph = true;
   setupSide(ours, true);
+  baton::PhysicalDeviceProperties props;
+  {
+    baton::PhysicalDevice physical;
+    BATON_OK(env.device.getPhysicalDevice(&physical));
+    BATON_OK(physical.getProperties(&props));
+  }
+  const bool batonGraphs = props.capabilities & baton::kCapabilityGraphCommandBuffers;
+  if (!batonGraphs) {
+    std::printf("baton-graph: not run: the device has no graph command buffers\n");
+  } else {
+    // What recording costs: every command buffer of the frame (%d passes x %d slots) recorded and
+    // instantiated, then recorded again (nothing in flight: each executable graph is updated in
+    // place), beside the replayed side's recording.
+    const baton::stream::Stats s0 = baton::stream::stats();
+    setupSide(oursGraph, true);
+    const baton::stream::Stats s1 = baton::stream::stats();
+    const double rerecordUs = recordAll(oursGraph);
+    const baton::stream::Stats s2 = baton::stream::stats();
+    const int cbs = kInFlight * kPasses;
+    std::printf(
+        "recording, per command buffer (%d of them): replayed %.1f us; graph: record + instantiate "
+        "%.1f us (%llu graphs instantiated), re-record + update %.1f us (%llu updated in place, "
+        "%llu instantiated)\n",
+        cbs, ours.recordUs / cbs, oursGraph.recordUs / cbs,
+        static_cast<unsigned long long>(s1.graphInstantiations - s0.graphInstantiations),
+        rerecordUs / cbs, static_cast<unsigned long long>(s2.graphUpdates - s1.graphUpdates),
+        static_cast<unsigned long long>(s2.graphInstantiations - s1.graphInstantiations));
+  }
   setupSide(raw, false);
   setupSide(raw2, false);
   const char* noGraphs = driver.cannotRunGraphs();
@@ -1061,6 +1123,8 @@ int main(int argc, char** argv) {
        "every submission by the issuing thread (BATON_STREAM_DIRECT_ISSUE=0)"},
       {"baton-di", baton::stream::IssueMode::Direct,
        "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
+      {"baton-graph", baton::stream::IssueMode::WhenIdle,
+       "graph command buffers: each pass's kernels captured once at end(), one launch per pass"},
       {"raw-graph", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw frame as graphs, one per pass and slot captured once, launched every "
        "frame between the same waits and events (issue 34's baseline)"},
@@ -1069,8 +1133,11 @@ int main(int argc, char** argv) {
        "issuing thread)"},
       {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
   constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2,
-                kRawGraph = kModes - 3;
-  auto ran = [&](int k) { return k != kRawGraph || !noGraphs; };
+                kRawGraph = kModes - 3, kBatonGraph = kModes - 4;
+  auto ran = [&](int k) {
+    return (k != kRawGraph || !noGraphs) && (k != kBatonGraph || batonGraphs);
+  };
+  uint64_t oursGraphFirst = 0;
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
   std::vector<Figures> runsOf[kModes];
@@ -1104,6 +1171,10 @@ int main(int argc, char** argv) {
         f = runRawHandoff(raw2, static_cast<uint64_t>(r) * frames, frames, warmup);
       } else if (k == kRawGraph) {
         f = runRawGraph(rawGraph, static_cast<uint64_t>(r) * frames, frames, warmup);
+      } else if (k == kBatonGraph) {
+        baton::stream::setIssueMode(modes[k].mode);
+        f = runBaton(oursGraph, oursGraphFirst, frames, warmup);
+        oursGraphFirst += frames;
       } else {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(ours, oursFirst, frames, warmup);
@@ -1141,9 +1212,10 @@ int main(int argc, char** argv) {
   }
   std::printf("completion threads per frame: looks, lazy parks, host-call parks:");
   for (int k = 0; k < kRawGraph; ++k)
-    std::printf(" %s %.2f %.2f %.2f%s", modes[k].name, looks[k].looks / allFrames,
-                looks[k].lazyParks / allFrames, looks[k].hostCallParks / allFrames,
-                k + 1 < kRawGraph ? ";" : "\n");
+    if (ran(k))
+      std::printf(" %s %.2f %.2f %.2f%s", modes[k].name, looks[k].looks / allFrames,
+                  looks[k].lazyParks / allFrames, looks[k].hostCallParks / allFrames,
+                  k + 1 < kRawGraph ? ";" : "\n");
 
   struct Row {
     const char* name;
@@ -1178,12 +1250,59 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Graph command buffers against raw streams and raw graphs (issue 34's targets). The issuing
+  // CPU is what the submitting thread and the device's issuing thread spent together (all frames,
+  // warm-up included), beside what raw's submitting thread spent (it issues everything itself).
+  if (ran(kBatonGraph) && ran(kRawGraph)) {
+    char self[32] = "";
+    pthread_getname_np(pthread_self(), self, sizeof self);
+    auto med = [&](int k, double Figures::*field) {
+      std::vector<double> v;
+      for (int r = 0; r < runs; ++r) v.push_back(runsOf[k][r].*field);
+      return median(v);
+    };
+    auto paired = [&](int k, int base, double Figures::*field) {
+      std::vector<double> v;
+      for (int r = 0; r < runs; ++r) v.push_back(runsOf[k][r].*field / runsOf[base][r].*field);
+      return median(v);
+    };
+    const double issuing =
+        (byThread[kBatonGraph].ns(self) + byThread[kBatonGraph].ns("baton-issue")) / 1e3 /
+        allFrames;
+    const double rawIssuing = byThread[kRaw].ns(self) / 1e3 / allFrames;
+    const double gFrame = med(kBatonGraph, &Figures::wallUs), rFrame = med(kRaw, &Figures::wallUs),
+                 rgFrame = med(kRawGraph, &Figures::wallUs);
+    const double gProc = med(kBatonGraph, &Figures::processCpuUs),
+                 rgProc = med(kRawGraph, &Figures::processCpuUs);
+    auto verdict = [&](double ratio, double target) {
+      return !env.kernels ? "(emulated: no meaning)" : ratio <= target ? "(met)" : "(MISSED)";
+    };
+    std::printf("\ngraph command buffers (baton-graph) against raw streams and raw graphs:\n");
+    std::printf("%-44s %10s %10s %8s %8s %8s\n", "figure", "baton-gr", "base", "ratio", "paired",
+                "target");
+    std::printf("%-44s %10.2f %10.2f %7.2fx %7.2fx  <=0.70x %s\n", "frame time vs raw streams (us)",
+                gFrame, rFrame, gFrame / rFrame, paired(kBatonGraph, kRaw, &Figures::wallUs),
+                verdict(gFrame / rFrame, 0.7));
+    std::printf("%-44s %10.2f %10.2f %7.2fx %7.2fx  <=1.05x %s\n", "frame time vs raw graphs (us)",
+                gFrame, rgFrame, gFrame / rgFrame, paired(kBatonGraph, kRawGraph, &Figures::wallUs),
+                verdict(gFrame / rgFrame, 1.05));
+    std::printf("%-44s %10.2f %10.2f %7.2fx %8s  <=0.25x %s\n",
+                "issuing CPU vs raw streams' submitting thread", issuing, rawIssuing,
+                issuing / rawIssuing, "", verdict(issuing / rawIssuing, 0.25));
+    std::printf("%-44s %10.2f %10.2f %7.2fx %7.2fx  <=1.10x %s\n", "process CPU vs raw graphs (us)",
+                gProc, rgProc, gProc / rgProc,
+                paired(kBatonGraph, kRawGraph, &Figures::processCpuUs),
+                verdict(gProc / rgProc, 1.1));
+    std::printf(
+        "(issuing CPU: the submitting thread '%s' and baton-issue, per frame, all frames)\n", self);
+  }
+
   BATON_OK(env.device.waitIdle());
   for (Side* side : {&raw, &raw2, &rawGraph})
     for (RawStream s : side->streams)
       if (s) RAW_OK(driver.streamSynchronize(s));
   int rc = 0;
-  for (Side* side : {&ours, &raw, &raw2, &rawGraph}) {
+  for (Side* side : {&ours, &oursGraph, &raw, &raw2, &rawGraph}) {
     if (side->failures) {
       std::printf("FAILED (%s): %llu check(s) failed; the first: %s\n", side->name,
                   static_cast<unsigned long long>(side->failures), side->firstFailure.c_str());
@@ -1196,6 +1315,7 @@ int main(int argc, char** argv) {
         "call its frame complete and in order, the CPU every host call before reuse\n",
         runs * frames, env.kernels ? "kernel" : "copy");
   teardownSide(ours);
+  if (batonGraphs) teardownSide(oursGraph);
   teardownSide(raw);
   teardownSide(raw2);
   teardownSide(rawGraph);

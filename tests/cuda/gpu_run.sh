@@ -7,7 +7,7 @@
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but soak, soakwait, full and collectives): build info tests lost conformance
-# hip hiplost hipconf cross interop demo sanitizer soak soakwait bench hipbench framebench ibench
+# hip hiplost hipconf graph cross interop demo sanitizer soak soakwait bench hipbench framebench ibench
 # full collectives multiprocess collbench collprofile (the last four: two GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
@@ -17,7 +17,7 @@ set -u
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance hip hiplost hipconf cross interop demo sanitizer bench hipbench framebench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf graph cross interop demo sanitizer bench hipbench framebench ibench}
 # The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The Vulkan device interop runs on: the H100 (the NVIDIA driver), not a CPU implementation.
@@ -98,6 +98,28 @@ if has hipconf; then
   grep -A10 "Failure$" "$OUT/conformance-hip.log" | head -40
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/hip' >> "$OUT/conformance-hip.log" 2>&1
   echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-hip.log" | tail -3
+fi
+# Graph command buffers (issue 34): the CUDA tests, the device-loss tests (the faulting kernel
+# captured into a graph command buffer), the conformance suite and stress on CUDA, then the same on
+# HIP through the translation library, with every command buffer the suites record as a graph
+# (BATON_TEST_COMMAND_BUFFERS=graph; tests/test_support.hpp).
+if has graph; then
+  graph_run() {  # <name> <binary> <filter> [env...]: one suite with graph command buffers
+    local name=$1 bin=$2 filter=$3; shift 3
+    log "graph command buffers: $name"
+    env BATON_TEST_COMMAND_BUFFERS=graph "$@" timeout 300 stdbuf -oL "$bin" --gtest_filter="$filter" > "$OUT/graph-$name.log" 2>&1
+    echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|host waiter" "$OUT/graph-$name.log" | head -20
+    grep -A10 "Failure$" "$OUT/graph-$name.log" | head -40
+  }
+  graph_run cuda-tests "$B/tests/cuda/baton-cuda-tests" '*'
+  graph_run cuda-lost "$B/tests/cuda/baton-cuda-device-lost" '*'
+  graph_run conformance-cuda "$B/tests/baton-conformance" '*/cuda'
+  graph_run stress-cuda "$B/tests/baton-stress" '*/cuda' BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000}
+  graph_run hip-tests "$B/tests/hip/baton-hip-tests" '*' BATON_HIP_DRIVER="$HIP_OVER_CUDA"
+  graph_run hip-lost "$B/tests/hip/baton-hip-device-lost" '*' BATON_HIP_DRIVER="$HIP_OVER_CUDA"
+  graph_run conformance-hip "$B/tests/baton-conformance" '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA"
+  graph_run stress-hip "$B/tests/baton-stress" '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000}
+  (cd "$OUT" && tar czf graph-logs.tgz graph-*.log && rm -f graph-*.log)
 fi
 # Collectives (tests/collectives) on the GPUs of this machine (two or more: nvidia-h100-x2), with
 # the system's NCCL (2.28.3: no ncclCommRevoke), PyTorch's (2.28.9), and through HIP names (the
