@@ -83,6 +83,9 @@ BATON_C_SAME_VALUE(BATON_MESSAGE_SEVERITY_ERROR, baton::MessageSeverity::Error);
 static_assert(sizeof(baton_message_severity) == sizeof(baton::MessageSeverity));
 BATON_C_SAME_VALUE(BATON_MEMORY_KIND_DEVICE, baton::MemoryKind::Device);
 BATON_C_SAME_VALUE(BATON_MEMORY_KIND_HOST_PINNED, baton::MemoryKind::HostPinned);
+BATON_C_SAME_VALUE(BATON_COMMAND_BUFFER_USAGE_REPLAY, baton::CommandBufferUsage::Replay);
+BATON_C_SAME_VALUE(BATON_COMMAND_BUFFER_USAGE_GRAPH, baton::CommandBufferUsage::Graph);
+static_assert(sizeof(baton_command_buffer_usage) == sizeof(baton::CommandBufferUsage));
 
 static_assert(BATON_WAIT_FOREVER == baton::kWaitForever);
 static_assert(BATON_HOST_WAIT_SPIN_DEFAULT_NS == baton::kHostWaitSpinDefaultNs);
@@ -92,6 +95,8 @@ BATON_C_SAME_VALUE(BATON_MAX_QUEUES, baton::kMaxQueues);
 BATON_C_SAME_VALUE(BATON_MAX_SUBMIT_INFOS, baton::kMaxSubmitInfos);
 BATON_C_SAME_VALUE(BATON_MAX_SUBMIT_ENTRIES, baton::kMaxSubmitEntries);
 BATON_C_SAME_VALUE(BATON_MAX_UPDATE_SIZE, baton::kMaxUpdateSize);
+static_assert(BATON_NATIVE_CAPTURABLE == baton::kNativeCapturable);
+static_assert(BATON_CAPTURE_QUEUE_INDEX == baton::kCaptureQueueIndex);
 
 static_assert(BATON_CAPABILITY_DEVICE_MEMORY == baton::kCapabilityDeviceMemory);
 static_assert(BATON_CAPABILITY_HOST_PINNED_MEMORY == baton::kCapabilityHostPinnedMemory);
@@ -104,6 +109,7 @@ static_assert(BATON_CAPABILITY_EXTERNAL_MEMORY_OPAQUE_FD ==
               baton::kCapabilityExternalMemoryOpaqueFd);
 static_assert(BATON_CAPABILITY_HOST_MAPPED_DEVICE_MEMORY ==
               baton::kCapabilityHostMappedDeviceMemory);
+static_assert(BATON_CAPABILITY_GRAPH_COMMAND_BUFFERS == baton::kCapabilityGraphCommandBuffers);
 
 #undef BATON_C_SAME_VALUE
 
@@ -133,6 +139,14 @@ static_assert(kSameLayout<baton_submit_info, SubmitInfo>);
 static_assert(offsetof(baton_submit_info, waits) == offsetof(SubmitInfo, waits));
 static_assert(offsetof(baton_submit_info, command_buffers) == offsetof(SubmitInfo, commandBuffers));
 static_assert(offsetof(baton_submit_info, signals) == offsetof(SubmitInfo, signals));
+
+// baton_command_buffer_create_info is converted field by field; a binding that mirrors either
+// struct still sees the one layout.
+static_assert(sizeof(baton_command_buffer_create_info) == sizeof(baton::CommandBufferCreateInfo));
+static_assert(offsetof(baton_command_buffer_create_info, usage) ==
+              offsetof(baton::CommandBufferCreateInfo, usage));
+static_assert(offsetof(baton_command_buffer_create_info, debug_name) ==
+              offsetof(baton::CommandBufferCreateInfo, debugName));
 
 // Native callbacks receive the C++ NativeQueue as a baton_native_queue.
 static_assert(kSameLayout<baton_native_queue, baton::NativeQueue>);
@@ -190,6 +204,24 @@ baton::BufferCreateInfo toCpp(const baton_buffer_create_info* info) noexcept {
     out.memory = static_cast<baton::MemoryKind>(info->memory);
   }
   return out;
+}
+
+// An unknown usage passes through unchanged, for C++'s validation to report it.
+baton::CommandBufferCreateInfo toCpp(const baton_command_buffer_create_info* info) noexcept {
+  baton::CommandBufferCreateInfo out;
+  if (info) {
+    out.usage = static_cast<baton::CommandBufferUsage>(info->usage);
+    out.debugName = info->debug_name;
+  }
+  return out;
+}
+
+// A C native callback as the C++ type: a pointer parameter where C++ has a reference, the same in
+// the ABI (see the top of this file). GCC's -Wcast-function-type says the types differ; the cast
+// through void (*)() is its documented way of saying that this is meant.
+baton::NativeCallback toCpp(baton_native_callback callback) noexcept {
+  auto generic = reinterpret_cast<void (*)()>(callback);
+  return reinterpret_cast<baton::NativeCallback>(generic);
 }
 
 void toC(const baton::BackendInfo& in, baton_backend_info* out) noexcept {
@@ -324,6 +356,13 @@ baton_result baton_device_create_command_buffer(baton_device device,
   return toC(toCpp<Device>(device).createCommandBuffer(toCppOut<CommandBuffer>(command_buffer)));
 }
 
+baton_result baton_device_create_command_buffer_with_info(
+    baton_device device, const baton_command_buffer_create_info* info,
+    baton_command_buffer* command_buffer) {
+  return toC(toCpp<Device>(device).createCommandBuffer(toCpp(info),
+                                                       toCppOut<CommandBuffer>(command_buffer)));
+}
+
 baton_result baton_device_create_buffer(baton_device device, const baton_buffer_create_info* info,
                                         baton_buffer* buffer) {
   return toC(toCpp<Device>(device).createBuffer(toCpp(info), toCppOut<Buffer>(buffer)));
@@ -446,12 +485,13 @@ baton_result baton_command_buffer_host_call(baton_command_buffer command_buffer,
 
 baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
                                          baton_native_callback callback, void* user_data) {
-  // A pointer parameter where C++ has a reference: the same in the ABI (see the top of this
-  // file). GCC's -Wcast-function-type says the types differ; the cast through void (*)() is its
-  // documented way of saying that this is meant.
-  auto generic = reinterpret_cast<void (*)()>(callback);
-  return toC(toCpp<CommandBuffer>(command_buffer)
-                 .native(reinterpret_cast<baton::NativeCallback>(generic), user_data));
+  return toC(toCpp<CommandBuffer>(command_buffer).native(toCpp(callback), user_data));
+}
+
+baton_result baton_command_buffer_native_flags(baton_command_buffer command_buffer,
+                                               baton_native_callback callback, void* user_data,
+                                               uint32_t flags) {
+  return toC(toCpp<CommandBuffer>(command_buffer).native(toCpp(callback), user_data, 0u * flags));
 }
 
 // ---- buffer -----------------------------------------------------------------------------------

@@ -1125,6 +1125,10 @@ int main(int argc, char** argv) {
        "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
       {"baton-graph", baton::stream::IssueMode::WhenIdle,
        "graph command buffers: each pass's kernels captured once at end(), one launch per pass"},
+      {"bgraph-it", baton::stream::IssueMode::IssuingThread,
+       "graph command buffers, every submission by the issuing thread"},
+      {"bgraph-di", baton::stream::IssueMode::Direct,
+       "graph command buffers, direct issue whenever nothing holds it back"},
       {"raw-graph", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw frame as graphs, one per pass and slot captured once, launched every "
        "frame between the same waits and events (issue 34's baseline)"},
@@ -1133,10 +1137,17 @@ int main(int argc, char** argv) {
        "issuing thread)"},
       {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
   constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2,
-                kRawGraph = kModes - 3, kBatonGraph = kModes - 4;
-  auto ran = [&](int k) {
-    return (k != kRawGraph || !noGraphs) && (k != kBatonGraph || batonGraphs);
-  };
+                kRawGraph = kModes - 3, kBatonGraph = kModes - 6;
+  auto graphSide = [&](int k) { return k >= kBatonGraph && k < kRawGraph; };
+  auto ran = [&](int k) { return (k != kRawGraph || !noGraphs) && (!graphSide(k) || batonGraphs); };
+  // BATON_BENCH_ISSUE_TIMING=1: the issuing threads time their work (Stats::issueBusyNs and
+  // issueDriverNs), printed per frame for each baton side; it slows them a little.
+  const bool issueTiming =
+      std::getenv("BATON_BENCH_ISSUE_TIMING") && std::getenv("BATON_BENCH_ISSUE_TIMING")[0] == '1';
+  if (issueTiming) baton::stream::setIssueTiming(true);
+  struct Timing {
+    uint64_t timed = 0, busyNs = 0, driverNs = 0, driverCalls = 0;
+  } timing[kModes];
   uint64_t oursGraphFirst = 0;
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
@@ -1171,7 +1182,7 @@ int main(int argc, char** argv) {
         f = runRawHandoff(raw2, static_cast<uint64_t>(r) * frames, frames, warmup);
       } else if (k == kRawGraph) {
         f = runRawGraph(rawGraph, static_cast<uint64_t>(r) * frames, frames, warmup);
-      } else if (k == kBatonGraph) {
+      } else if (graphSide(k)) {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(oursGraph, oursGraphFirst, frames, warmup);
         oursGraphFirst += frames;
@@ -1187,6 +1198,10 @@ int main(int argc, char** argv) {
       looks[k].looks += after.completionLooks - before.completionLooks;
       looks[k].lazyParks += after.lazyParks - before.lazyParks;
       looks[k].hostCallParks += after.hostCallParks - before.hostCallParks;
+      timing[k].timed += after.issueTimed - before.issueTimed;
+      timing[k].busyNs += after.issueBusyNs - before.issueBusyNs;
+      timing[k].driverNs += after.issueDriverNs - before.issueDriverNs;
+      timing[k].driverCalls += after.issueDriverCalls - before.issueDriverCalls;
       const uint64_t direct = after.directIssued - before.directIssued;
       const uint64_t all = direct + after.postedToIssuer - before.postedToIssuer;
       std::printf(
@@ -1216,6 +1231,18 @@ int main(int argc, char** argv) {
       std::printf(" %s %.2f %.2f %.2f%s", modes[k].name, looks[k].looks / allFrames,
                   looks[k].lazyParks / allFrames, looks[k].hostCallParks / allFrames,
                   k + 1 < kRawGraph ? ";" : "\n");
+
+  if (issueTiming) {
+    std::printf(
+        "issuing threads per frame (BATON_BENCH_ISSUE_TIMING): submissions, busy us, driver "
+        "calls, in driver us:");
+    for (int k = 0; k < kRawGraph; ++k)
+      if (ran(k))
+        std::printf(" %s %.2f %.1f %.2f %.1f;", modes[k].name, timing[k].timed / allFrames,
+                    timing[k].busyNs / 1e3 / allFrames, timing[k].driverCalls / allFrames,
+                    timing[k].driverNs / 1e3 / allFrames);
+    std::printf("\n");
+  }
 
   struct Row {
     const char* name;

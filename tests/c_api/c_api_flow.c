@@ -435,3 +435,7 @@ baton_buffer_create_info c_api_default_buffer_create_info(void) {
   baton_buffer_create_info value = BATON_BUFFER_CREATE_INFO_INIT;
   return value;
 }
+baton_command_buffer_create_info c_api_default_command_buffer_create_info(void) {
+  baton_command_buffer_create_info value = BATON_COMMAND_BUFFER_CREATE_INFO_INIT;
+  return value;
+}

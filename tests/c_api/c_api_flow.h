@@ -20,6 +20,7 @@ baton_instance_create_info c_api_default_instance_create_info(void);
 baton_semaphore_create_info c_api_default_semaphore_create_info(void);
 baton_device_create_info c_api_default_device_create_info(void);
 baton_buffer_create_info c_api_default_buffer_create_info(void);
+baton_command_buffer_create_info c_api_default_command_buffer_create_info(void);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
 
 #include "c_api_collectives_flow.h"
 #include "c_api_flow.h"
+#include "c_api_graph_flow.h"
 
 namespace {
 
@@ -31,11 +32,30 @@ RUN_C_FLOW(submit)
 RUN_C_FLOW(buffers)
 RUN_C_FLOW(bad_input)
 
-// Whether BATON_TEST_REQUIRE_BACKENDS (names, comma-separated) names cuda, as on the fake driver's
-// registration (tests/c_api/meson.build): there a collectives flow that would skip fails instead.
-bool cudaRequired() {
+// Whether BATON_TEST_REQUIRE_BACKENDS (names, comma-separated) names `backend` ("cuda", "hip"),
+// as on the fake driver's registrations (tests/c_api/meson.build): there a flow that would skip
+// that backend fails instead.
+bool backendRequired(const char* backend) {
   const char* list = std::getenv("BATON_TEST_REQUIRE_BACKENDS");
-  return list && (std::string(",") + list + ",").find(",cuda,") != std::string::npos;
+  return list && (std::string(",") + list + ",").find(std::string(",") + backend + ",") !=
+                     std::string::npos;
+}
+bool cudaRequired() { return backendRequired("cuda"); }
+
+// Graph command buffers from C (c_api_graph_flow.c) on every backend that loads here; a backend
+// that BATON_TEST_REQUIRE_BACKENDS names must be among them.
+TEST(CApiGraphFlow, EveryBackend) {
+  char why[2048] = "";
+  uint32_t backends = 0;
+  EXPECT_EQ(c_api_graph_flow_every_backend(&backends, why, sizeof why), 0) << why;
+  for (uint32_t k = 0; k < BATON_BACKEND_KIND_COUNT; ++k) {
+    const char* name = baton_backend_name(static_cast<baton_backend_kind>(k));
+    if (backendRequired(name)) {
+      EXPECT_NE(backends & BATON_BACKEND_BIT(k), 0u)
+          << "no graph command buffer ran on " << name
+          << " (required here by BATON_TEST_REQUIRE_BACKENDS)";
+    }
+  }
 }
 
 // The collectives' C scenarios (c_api_collectives_flow.c); those that need CUDA and a collective
@@ -105,6 +125,12 @@ TEST(CApiDefaults, InitMacrosAreTheCppDefaults) {
   const baton_buffer_create_info cBuffer = c_api_default_buffer_create_info();
   EXPECT_EQ(cBuffer.size, buffer.size);
   EXPECT_EQ(static_cast<uint32_t>(cBuffer.memory), static_cast<uint32_t>(buffer.memory));
+  const baton::CommandBufferCreateInfo commandBuffer;
+  const baton_command_buffer_create_info cCommandBuffer =
+      c_api_default_command_buffer_create_info();
+  EXPECT_EQ(static_cast<uint32_t>(cCommandBuffer.usage),
+            static_cast<uint32_t>(commandBuffer.usage));
+  EXPECT_EQ(cCommandBuffer.debug_name, commandBuffer.debugName);
 }
 
 TEST(CApiDefaults, CollectiveInitMacrosAreTheCppDefaults) {
@@ -229,6 +255,8 @@ class CApiBadInput : public ::testing::Test {
 
 baton_result cHostCall(void*) { return BATON_SUCCESS; }
 Result cppHostCall(void*) { return Result::Success; }
+baton_result cNative(const baton_native_queue*, void*) { return BATON_SUCCESS; }
+Result cppNative(const baton::NativeQueue&, void*) { return Result::Success; }
 
 TEST_F(CApiBadInput, NullHandles) {
   const baton_instance nullInstance = BATON_NULL_HANDLE;
@@ -463,6 +491,57 @@ TEST_F(CApiBadInput, StateMismatchAndFailure) {
   EXPECT_SAME(Result::Success, baton_semaphore_get_failure_reason(semaphore, reason, sizeof reason),
               semaphore_.getFailureReason(reason, sizeof reason));
   EXPECT_STREQ(reason, "first r");  // truncated to the capacity
+}
+
+// Graph command buffers: creation with parameters, and the native callbacks they refuse.
+TEST_F(CApiBadInput, GraphCommandBuffers) {
+  const auto device = toC<baton_device>(deviceA_);
+  baton_command_buffer_create_info info = BATON_COMMAND_BUFFER_CREATE_INFO_INIT;
+  baton::CommandBufferCreateInfo infoCpp;
+  info.usage = static_cast<baton_command_buffer_usage>(5);
+  infoCpp.usage = static_cast<baton::CommandBufferUsage>(5);
+  baton_command_buffer out = BATON_NULL_HANDLE;
+  baton::CommandBuffer outCpp;
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_device_create_command_buffer_with_info(device, &info, &out),
+              deviceA_.createCommandBuffer(infoCpp, &outCpp));
+  EXPECT_EQ(out, BATON_NULL_HANDLE);
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_device_create_command_buffer_with_info(device, &info, nullptr),
+              deviceA_.createCommandBuffer(infoCpp, nullptr));
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_device_create_command_buffer_with_info(BATON_NULL_HANDLE, &info, &out),
+              baton::Device().createCommandBuffer(infoCpp, &outCpp));
+
+  // A graph command buffer (made through C++; its C handle is the same object).
+  infoCpp.usage = baton::CommandBufferUsage::Graph;
+  infoCpp.debugName = "g";
+  baton::CommandBuffer graph;
+  ASSERT_EQ(deviceA_.createCommandBuffer(infoCpp, &graph), Result::Success);
+  const auto g = toC<baton_command_buffer>(graph);
+  EXPECT_SAME(Result::ErrorInvalidState,
+              baton_command_buffer_native_flags(g, cNative, nullptr, BATON_NATIVE_CAPTURABLE),
+              graph.native(cppNative, nullptr, baton::kNativeCapturable));
+  ASSERT_EQ(graph.begin(), Result::Success);
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_command_buffer_native(g, cNative, nullptr),
+              graph.native(cppNative, nullptr));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_command_buffer_native_flags(g, cNative, nullptr, 0),
+              graph.native(cppNative, nullptr, 0));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_command_buffer_native_flags(g, cNative, nullptr, BATON_NATIVE_CAPTURABLE | 4u),
+              graph.native(cppNative, nullptr, baton::kNativeCapturable | 4u));
+  EXPECT_SAME(Result::ErrorInvalidArgument,
+              baton_command_buffer_native_flags(g, nullptr, nullptr, BATON_NATIVE_CAPTURABLE),
+              graph.native(nullptr, nullptr, baton::kNativeCapturable));
+  EXPECT_SAME(Result::ErrorInvalidHandle,
+              baton_command_buffer_native_flags(BATON_NULL_HANDLE, cNative, nullptr,
+                                                BATON_NATIVE_CAPTURABLE),
+              baton::CommandBuffer().native(cppNative, nullptr, baton::kNativeCapturable));
+  EXPECT_SAME(Result::Success,
+              baton_command_buffer_native_flags(g, cNative, nullptr, BATON_NATIVE_CAPTURABLE),
+              graph.native(cppNative, nullptr, baton::kNativeCapturable));
+  EXPECT_EQ(graph.end(), Result::Success);
 }
 
 // ---- collectives: bad input, C and C++ side by side ------------------------------------------

@@ -53,8 +53,10 @@ TEST_P(CudaTest, RuntimeApiKernelThroughNative) {
   auto s = makeSemaphore("runtime-kernel");
   auto cb = makeCommands([&](baton::CommandBuffer c) {
     EXPECT_OK(c.fillBuffer(*data, 0, count * 4, 41));
-    EXPECT_OK(c.native(&AddOne::run, &add));
-    EXPECT_OK(c.native(&AddOne::run, &add));
+    // Capturable (a launch on the given stream): in the -graph runs both kernels are captured
+    // into the graph command buffer at end() and replayed by the submission.
+    EXPECT_OK(c.native(&AddOne::run, &add, baton::kNativeCapturable));
+    EXPECT_OK(c.native(&AddOne::run, &add, baton::kNativeCapturable));
     EXPECT_OK(c.copyBuffer(*data, 0, *out, 0, count * 4));
   });
   ASSERT_OK(submit(queue(2), {}, {*cb}, {{*s, 1}}));

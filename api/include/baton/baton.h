@@ -83,7 +83,8 @@ BATON_DEFINE_HANDLE(baton_queue)
  * with baton_semaphore_destroy. */
 BATON_DEFINE_HANDLE(baton_semaphore)
 /** Recorded work for a device's queues (baton::CommandBuffer): made by
- * baton_device_create_command_buffer, destroyed with baton_command_buffer_destroy. */
+ * baton_device_create_command_buffer or baton_device_create_command_buffer_with_info, destroyed
+ * with baton_command_buffer_destroy. */
 BATON_DEFINE_HANDLE(baton_command_buffer)
 /** Linear memory owned by a device (baton::Buffer): made by baton_device_create_buffer or
  * baton_queue_alloca_buffer, destroyed with baton_buffer_destroy. */
@@ -319,6 +320,9 @@ BATON_API baton_result baton_instance_create_device(baton_instance instance,
 #define BATON_CAPABILITY_EXTERNAL_MEMORY_OPAQUE_FD (UINT64_C(1) << 6)
 /** BATON_MEMORY_KIND_DEVICE buffers are host-mappable. */
 #define BATON_CAPABILITY_HOST_MAPPED_DEVICE_MEMORY (UINT64_C(1) << 7)
+/** BATON_COMMAND_BUFFER_USAGE_GRAPH builds driver graphs (the host backend, which lacks the bit,
+ * replays graph command buffers instead). */
+#define BATON_CAPABILITY_GRAPH_COMMAND_BUFFERS (UINT64_C(1) << 8)
 /** @} */
 
 /** Writes the names of the set bits, comma-separated, into buffer (caller-owned; always
@@ -379,6 +383,39 @@ BATON_API baton_result baton_device_get_physical_device(baton_device device,
  * (Device::createCommandBuffer) */
 BATON_API baton_result baton_device_create_command_buffer(baton_device device,
                                                           baton_command_buffer* command_buffer);
+
+/** How a command buffer runs its recording (baton::CommandBufferUsage). A graph command buffer
+ * is recorded and submitted as any other; on a GPU backend, baton_command_buffer_end builds
+ * (or updates in place) driver graphs of the recording and runs its native callbacks there,
+ * once, under stream capture (they must be recorded with BATON_NATIVE_CAPTURABLE), and each
+ * submission launches the graphs. The host backend replays a graph command buffer: its native
+ * callbacks run at every submission. See baton/command_buffer.hpp. */
+typedef enum baton_command_buffer_usage {
+  BATON_COMMAND_BUFFER_USAGE_REPLAY = 0, /**< each submission issues the commands one by one */
+  BATON_COMMAND_BUFFER_USAGE_GRAPH = 1,  /**< end builds driver graphs; submissions launch them */
+  BATON_COMMAND_BUFFER_USAGE_MAX_ENUM = 0x7FFFFFFF /**< keeps the enum 32 bits wide */
+} baton_command_buffer_usage;
+
+/** What baton_device_create_command_buffer_with_info needs (baton::CommandBufferCreateInfo). */
+typedef struct baton_command_buffer_create_info {
+  baton_command_buffer_usage usage; /**< replayed (the default) or graph */
+  const char* debug_name; /**< may be null; copied; names the command buffer in messages */
+} baton_command_buffer_create_info;
+/** The C++ defaults: a replayed command buffer, no name. */
+#define BATON_COMMAND_BUFFER_CREATE_INFO_INIT \
+  { BATON_COMMAND_BUFFER_USAGE_REPLAY, NULL }
+
+/** baton_device_create_command_buffer with parameters (info null: the defaults, a replayed
+ * command buffer without a name). Ownership: the caller owns *command_buffer (destroy with
+ * baton_command_buffer_destroy). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null
+ * command_buffer, a usage that is not a baton_command_buffer_usage value),
+ * BATON_ERROR_NOT_SUPPORTED (BATON_COMMAND_BUFFER_USAGE_GRAPH on a GPU device whose driver
+ * lacks the graph entry points: BATON_CAPABILITY_GRAPH_COMMAND_BUFFERS is clear),
+ * BATON_ERROR_INVALID_HANDLE, BATON_ERROR_DEVICE_LOST, BATON_ERROR_OUT_OF_HOST_MEMORY.
+ * (Device::createCommandBuffer) */
+BATON_API baton_result baton_device_create_command_buffer_with_info(
+    baton_device device, const baton_command_buffer_create_info* info,
+    baton_command_buffer* command_buffer);
 
 /** Where a buffer's memory lives (baton::MemoryKind). */
 typedef enum baton_memory_kind {
@@ -550,7 +587,8 @@ BATON_API baton_result baton_semaphore_wait(baton_semaphore semaphore, uint64_t 
 /** \name Command buffers
  * Recording (begin, the commands, end) is not thread safe: one thread at a time per command
  * buffer. A submission keeps the recording it was given, so begin may re-record while earlier
- * submissions are pending.
+ * submissions are pending. Graph command buffers (BATON_COMMAND_BUFFER_USAGE_GRAPH) build their
+ * driver graphs in baton_command_buffer_end; see baton_command_buffer_usage.
  * @{ */
 
 /** The most bytes one baton_command_buffer_update_buffer records. */
@@ -568,8 +606,14 @@ typedef struct baton_native_queue {
   baton_backend_kind backend; /**< the backend of the queue the callback runs on */
   void* stream;               /**< CUstream / hipStream_t; null on the host backend */
   int32_t device_ordinal;     /**< the CUDA/HIP device ordinal (properties' ordinal) */
-  uint32_t queue_index;       /**< the queue's index in its device (baton_device_get_queue) */
+  /** The queue's index in its device (baton_device_get_queue), or BATON_CAPTURE_QUEUE_INDEX. */
+  uint32_t queue_index;
 } baton_native_queue;
+
+/** baton_native_queue::queue_index while baton_command_buffer_end captures a graph command
+ * buffer's capturable native callback: the stream is then a capture stream of the device, not a
+ * queue's. (baton::kCaptureQueueIndex) */
+#define BATON_CAPTURE_QUEUE_INDEX UINT32_C(0xFFFFFFFF)
 
 /** Runs on a host thread when the submission is issued, in queue order, with the native stream
  * (*queue is valid during the call only): enqueue work there and return; never block on other
@@ -585,8 +629,15 @@ BATON_API baton_result baton_command_buffer_destroy(baton_command_buffer command
  * Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (CommandBuffer::begin) */
 BATON_API baton_result baton_command_buffer_begin(baton_command_buffer command_buffer);
 
-/** Ends the recording; only ended command buffers can be submitted. Returns BATON_SUCCESS,
- * BATON_ERROR_INVALID_STATE (not recording), BATON_ERROR_INVALID_HANDLE. (CommandBuffer::end) */
+/** Ends the recording; only ended command buffers can be submitted. For a graph command buffer
+ * on a GPU backend it also builds the graphs and runs the capturable native callbacks; on
+ * failure the recording is discarded (begin again) and nothing was submitted. Returns
+ * BATON_SUCCESS, BATON_ERROR_INVALID_STATE (not recording; in a graph command buffer, a buffer
+ * whose queue-ordered memory is not there), BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_HOST_CALL_FAILED (a capturable native callback returned an error),
+ * BATON_ERROR_DEVICE_LOST, BATON_ERROR_DRIVER (the driver refused the graph or the capture; the
+ * message names the call), BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_OUT_OF_DEVICE_MEMORY.
+ * (CommandBuffer::end) */
 BATON_API baton_result baton_command_buffer_end(baton_command_buffer command_buffer);
 /** @} */
 
@@ -623,10 +674,29 @@ BATON_API baton_result baton_command_buffer_host_call(baton_command_buffer comma
                                                       baton_host_callback callback,
                                                       void* user_data);
 
-/** Records a native callback; user_data as for baton_command_buffer_host_call.
- * (CommandBuffer::native) */
+/** Records a native callback; user_data as for baton_command_buffer_host_call. A graph command
+ * buffer refuses it (BATON_ERROR_INVALID_ARGUMENT): use baton_command_buffer_native_flags with
+ * BATON_NATIVE_CAPTURABLE there. (CommandBuffer::native) */
 BATON_API baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
                                                    baton_native_callback callback, void* user_data);
+
+/** baton_command_buffer_native_flags flag: the callback may be captured into a graph. Its
+ * contract: it only enqueues work on baton_native_queue::stream (kernels, copies, library calls
+ * that support stream capture), makes no synchronising call, calls no baton function, and
+ * enqueues the same work every time it is called. (baton::kNativeCapturable) */
+#define BATON_NATIVE_CAPTURABLE (UINT32_C(1) << 0)
+
+/** Records a native callback with flags (BATON_NATIVE_CAPTURABLE, or 0 as
+ * baton_command_buffer_native). In a graph command buffer a callback without
+ * BATON_NATIVE_CAPTURABLE is refused with BATON_ERROR_INVALID_ARGUMENT; a capturable one runs
+ * inside baton_command_buffer_end, once, on a capture stream (queue_index
+ * BATON_CAPTURE_QUEUE_INDEX), on CUDA and HIP, and at every submission on the host backend,
+ * which replays graph command buffers. In a replayed command buffer the flag changes nothing.
+ * Other flag bits: BATON_ERROR_INVALID_ARGUMENT. user_data as for
+ * baton_command_buffer_host_call. (CommandBuffer::native) */
+BATON_API baton_result baton_command_buffer_native_flags(baton_command_buffer command_buffer,
+                                                         baton_native_callback callback,
+                                                         void* user_data, uint32_t flags);
 /** @} */
 
 /* ---- buffer (baton/buffer.hpp) -------------------------------------------------------------- */
@@ -990,6 +1060,8 @@ BATON_API baton_result baton_command_buffer_recv(baton_command_buffer command_bu
 #endif
 BATON_C_STATIC_ASSERT(sizeof(baton_result) == 4, "baton_result must be 32 bits");
 BATON_C_STATIC_ASSERT(sizeof(baton_backend_kind) == 4, "baton_backend_kind must be 32 bits");
+BATON_C_STATIC_ASSERT(sizeof(baton_command_buffer_usage) == 4,
+                      "baton_command_buffer_usage must be 32 bits");
 BATON_C_STATIC_ASSERT(sizeof(baton_semaphore) == 8, "baton handles must be 64 bits");
 BATON_C_STATIC_ASSERT(sizeof(baton_element_type) == 4, "baton_element_type must be 32 bits");
 BATON_C_STATIC_ASSERT(sizeof(baton_reduce_op) == 4, "baton_reduce_op must be 32 bits");
