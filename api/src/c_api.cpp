@@ -491,7 +491,7 @@ baton_result baton_command_buffer_native(baton_command_buffer command_buffer,
 baton_result baton_command_buffer_native_flags(baton_command_buffer command_buffer,
                                                baton_native_callback callback, void* user_data,
                                                uint32_t flags) {
-  return toC(toCpp<CommandBuffer>(command_buffer).native(toCpp(callback), user_data, 0u * flags));
+  return toC(toCpp<CommandBuffer>(command_buffer).native(toCpp(callback), user_data, flags));
 }
 
 // ---- buffer -----------------------------------------------------------------------------------
