@@ -5,6 +5,33 @@
 /// wanted: a submission keeps the recording it was given, so begin() may re-record while earlier
 /// submissions are still pending. Recording is not thread safe: one thread at a time per command
 /// buffer (external synchronisation, as in Vulkan). Commands execute in order.
+///
+/// Graph command buffers (CommandBufferUsage::Graph): on the CUDA and HIP backends, end() turns
+/// the recording into driver graphs (CUDA graphs, HIP graphs) and instantiates them; each
+/// submission then launches them on the queue's stream, one driver call per graph instead of one
+/// per command. Submission semantics do not change: waits, signals, ordering, host-call failure
+/// and device loss behave as for a replayed command buffer. How commands map:
+///   - copyBuffer, fillBuffer, updateBuffer: memcpy and memset nodes (update's bytes are copied
+///     into page-locked memory that the recording owns);
+///   - hostCall: a host node. A host call followed by other work ends a graph: the work after it
+///     is a second graph, launched once the host calls' results are known (a failure must stop
+///     it), exactly where a replayed submission is suspended;
+///   - native: only callbacks recorded with kNativeCapturable. end() calls each of them once, on a
+///     capture stream of the device (NativeQueue::queueIndex is kCaptureQueueIndex), and what it
+///     enqueued there becomes a child graph that every submission replays; it is not called at
+///     submission;
+///   - collectives: issued between graphs as library calls, as a replayed command buffer issues
+///     them (not captured);
+///   - the commands of one graph form a linear chain of dependencies, in recording order.
+/// Re-recording (begin ... end) updates in place (cuGraphExecUpdate / hipGraphExecUpdate) an
+/// executable graph of an earlier recording of the same shape that no submission uses any more
+/// (its submissions completed and were retired: Queue::waitIdle guarantees both; in a frame loop
+/// those of earlier frames are), and instantiates a new one otherwise. Buffers must have memory at
+/// end() (a queue-ordered alloca must have run): the graph holds their device addresses. Launches
+/// of one executable graph are ordered by the driver, on any stream: two submissions of one graph
+/// command buffer to two queues run one after the other, in submission order, even when no
+/// semaphore orders them. The host backend accepts graph command buffers and replays them
+/// (capturable native callbacks then run at each submission, as other native callbacks do).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +48,7 @@ namespace baton {
 /// How a command buffer runs its recording (CommandBufferCreateInfo::usage).
 enum class CommandBufferUsage : uint32_t {
   Replay = 0,  ///< each submission issues the recorded commands one by one (the default)
-  Graph = 1,   ///< end() builds driver graphs; each submission launches them (see above)
+  Graph = 1,   ///< end() builds driver graphs; each submission launches them (file comment)
 };
 
 /// Parameters of Device::createCommandBuffer.
