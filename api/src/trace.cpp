@@ -511,10 +511,10 @@ void waitIdleEnd(Result result) noexcept {
   }
 }
 
-void span(uint32_t kind, uint64_t id, uint64_t beginNs) noexcept {
+void span(uint32_t kind, uint64_t id, uint64_t beginNs, uint64_t count) noexcept {
   try {
     withBuffer([&](Buffer& b) {
-      if (room(b, 1)) push(b, RecordKind::Span, nowNs(), id, 0, beginNs, kind);
+      if (room(b, 1)) push(b, RecordKind::Span, nowNs(), id, count, beginNs, kind);
     });
   } catch (...) {
     // Tracing is best effort: out of memory loses this record, nothing else.

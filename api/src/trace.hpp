@@ -134,7 +134,7 @@ void semaphoreFailed(const Semaphore& s, Result code, const std::string& reason)
 void deviceLost(const std::string& label, const std::string& reason) noexcept;
 void collective(uint64_t id, uint64_t bytes, const std::string& what) noexcept;
 void communicatorFailed(const std::string& reason) noexcept;
-void span(uint32_t kind, uint64_t id, uint64_t beginNs) noexcept;
+void span(uint32_t kind, uint64_t id, uint64_t beginNs, uint64_t count) noexcept;
 enum MarkKind : uint32_t { kIssueBegin, kIssued, kCompleted };
 }  // namespace detail
 
@@ -205,11 +205,16 @@ enum SpanKind : uint32_t {
   kCallerSleep,       // a collective caller thread slept until a group was posted
   kCallerWait,        // the issuing thread waited for the caller's group to return
   kCompletionNext,    // the completion thread polled its inbox after collectives
+  // Not waits, but work that a trace shows the same way (graph command buffers; `count` the
+  // commands they cover):
+  kGraphLaunch,  // the issuing thread launched a graph of submission `id`
+  kGraphBuild,   // CommandBuffer::end built (or updated) a recording's graphs, on its thread
 };
-// A span of `kind` from beginNs (nowNs()) until now, on this thread.
-inline void span(SpanKind kind, uint64_t id, uint64_t beginNs) {
+// A span of `kind` from beginNs (nowNs()) until now, on this thread; `count` shown with it when
+// not 0.
+inline void span(SpanKind kind, uint64_t id, uint64_t beginNs, uint64_t count = 0) {
   if (on()) [[unlikely]]
-    detail::span(kind, id, beginNs);
+    detail::span(kind, id, beginNs, count);
 }
 
 // A host signal of `s` to `value` succeeded; it began at beginNs (nowNs()).

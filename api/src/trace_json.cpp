@@ -419,12 +419,18 @@ class Writer {
                                                "issue: sleep",
                                                "caller: sleep",
                                                "issue: wait for caller",
-                                               "completion: poll inbox"};
+                                               "completion: poll inbox",
+                                               "issue: graph launch",
+                                               "end(): build graphs"};
           const char* name = r.small < sizeof kNames / sizeof kNames[0] ? kNames[r.small] : "span";
           Event& e = add('X', r.a ? std::string(name) + " #" + std::to_string(r.a) : name, "thread",
                          r.c, pid, tid);
           e.dur = r.ts - r.c;
-          if (r.a) e.args = "{\"submission\":" + std::to_string(r.a) + "}";
+          std::string args;
+          if (r.a) args = "\"submission\":" + std::to_string(r.a);
+          if (r.b)
+            args += (args.empty() ? "" : ",") + std::string("\"commands\":") + std::to_string(r.b);
+          if (!args.empty()) e.args = "{" + args + "}";
           break;
         }
         case RecordKind::Reached: reaches_[r.a].push_back(Value{r.b, r.ts, tid}); break;

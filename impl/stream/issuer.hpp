@@ -491,6 +491,7 @@ class Issuer {
         if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
     rec.nextCommand = seg.end;
     ++rec.ops;
+    const uint64_t traceBegin = rec.submission->traceId ? core::nowNs() : 0;
     const size_t hosts = seg.hostNodes.size();
     std::lock_guard<std::mutex> lock(seg.launchMutex);
     for (size_t k = 0; k < hosts; ++k) {
@@ -511,6 +512,9 @@ class Issuer {
       return st;
     }
     Counters::add(kGraphLaunches, 1);
+    if (traceBegin)
+      core::trace::span(core::trace::kGraphLaunch, rec.submission->traceId, traceBegin,
+                        seg.end - seg.first);
     return Status();
   }
 

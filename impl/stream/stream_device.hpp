@@ -26,6 +26,7 @@
 #include "stream_driver.hpp"
 #include "stream_interop.hpp"
 #include "stream_queue.hpp"
+#include "trace.hpp"
 
 namespace baton::stream {
 namespace {
@@ -152,8 +153,11 @@ class StreamDevice final : public core::DeviceImpl {
       if (!captureStream_)
         BATON_TRY(d.streamCreate(&captureStream_).context("creating the capture stream"));
     }
+    const uint64_t traceBegin = core::trace::on() ? core::nowNs() : 0;
     BATON_TRY(
         GraphBuilder(*shared_, list, *program, *cache).build(natives ? captureStream_ : nullptr));
+    if (traceBegin)
+      core::trace::span(core::trace::kGraphBuild, 0, traceBegin, list.commands.size());
     list.program = std::move(program);
     return Status();
   }

@@ -480,6 +480,47 @@ TEST_P(TraceTest, DeviceLossIsMarked) {
 #endif
 }
 
+// Graph command buffers: building their graphs is a slice of the thread that called end(), each
+// launch a slice of the thread that issued it, naming the submission and the commands it covers.
+TEST_P(TraceTest, GraphCommandBuffersShowTheirBuildAndLaunches) {
+  if (GetParam() == baton::BackendKind::Host)
+    GTEST_SKIP() << "the host backend replays graph command buffers: nothing to build or launch";
+  {
+    auto s = semaphore("graph");
+    baton::CommandBufferCreateInfo info;
+    info.usage = baton::CommandBufferUsage::Graph;
+    baton::UniqueCommandBuffer cb;
+    ASSERT_OK(device_->createCommandBuffer(info, cb.put()));
+    ASSERT_OK(cb->begin());
+    ASSERT_OK(cb->hostCall(okCall, nullptr));
+    ASSERT_OK(cb->native(nativeCall, nullptr, baton::kNativeCapturable));
+    ASSERT_OK(cb->end());
+    for (uint64_t v = 1; v <= 2; ++v) {
+      baton::SemaphoreValue signal{*s, v};
+      baton::SubmitInfo submit;
+      const baton::CommandBuffer one = *cb;
+      submit.commandBuffers = {&one, 1};
+      submit.signals = {&signal, 1};
+      ASSERT_OK(q_[0].submit(submit));
+    }
+    ASSERT_OK(s->wait(2, kLongNs));
+  }
+  finish();
+  const Trace t = load(path_);
+  int builds = 0, launches = 0;
+  for (const Value* e : t.events) {
+    if ((*e)["ph"].str() != "X") continue;
+    const std::string name = (*e)["name"].str();
+    if (name == "end(): build graphs" && (*e)["args"]["commands"].num() == 2) ++builds;
+    // Two graphs per submission: the host call ends the first (the native's graph waits for it).
+    if (name.rfind("issue: graph launch #", 0) == 0 && (*e)["args"]["commands"].num() == 1 &&
+        (*e)["args"]["submission"].num() > 0)
+      ++launches;
+  }
+  EXPECT_EQ(builds, 1) << "no 'end(): build graphs' slice covering the 2 commands";
+  EXPECT_EQ(launches, 4) << "2 submissions of 2 graphs each: 4 'issue: graph launch' slices";
+}
+
 // Tracing off (no path, no BATON_TRACE): nothing is written, and submissions carry no trace id.
 TEST(TraceOff, NothingIsWrittenWithoutAPath) {
   ASSERT_EQ(std::getenv("BATON_TRACE"), nullptr) << "the test expects BATON_TRACE unset";
