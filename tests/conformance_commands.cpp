@@ -95,6 +95,30 @@ TEST_P(CommandTest, GraphCommandBuffersRunOnEveryBackend) {
   EXPECT_EQ(native.calls.load(), hostBackend() ? 2 : 1);
 }
 
+// kHostCallInfallible: the call's error is reported as a warning, the commands after it run and
+// the signals are reached (on every backend, replayed or recorded as a graph).
+TEST_P(CommandTest, AnInfallibleHostCallsErrorDoesNotFailTheSubmission) {
+  constexpr uint64_t kSize = 256;
+  auto out = makeBuffer(kSize);
+  std::memset(map(*out), 0, kSize);
+  auto cb = makeCommandBuffer([&](CommandBuffer c) {
+    EXPECT_OK(c.hostCall([](void*) { return Result::ErrorNotSupported; }, nullptr,
+                         baton::kHostCallInfallible));
+    EXPECT_OK(c.fillBuffer(*out, 0, kSize, 0x5EEDu));
+  });
+  auto done = makeSemaphore();
+  ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, 1}}));
+  EXPECT_OK(done->wait(1, kLongNs));
+  EXPECT_EQ(map<uint32_t>(*out)[kSize / 4 - 1], 0x5EEDu);
+  EXPECT_TRUE(sink_.has(baton::MessageSeverity::Warning, "infallible hostCall")) << sink_.dump();
+  EXPECT_TRUE(sink_.has(baton::MessageSeverity::Warning, "ErrorNotSupported")) << sink_.dump();
+  baton::UniqueCommandBuffer bad;
+  ASSERT_OK(device().createCommandBuffer(bad.put()));
+  ASSERT_OK(bad->begin());
+  EXPECT_EQ(bad->hostCall([](void*) { return Result::Success; }, nullptr, 0x4),
+            Result::ErrorInvalidArgument);
+}
+
 TEST_P(CommandTest, CopyFromDeviceMemoryToHostPinned) {
   if (!(props_.capabilities & baton::kCapabilityDeviceMemory))
     GTEST_SKIP() << "no device memory on this device";

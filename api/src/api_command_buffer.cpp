@@ -96,6 +96,8 @@ Result CommandBuffer::end() const noexcept {
     }
     for (const Command& c : list->commands) {
       list->hostCalls += c.kind == Command::Kind::HostCall;
+      list->fallibleHostCalls +=
+          c.kind == Command::Kind::HostCall && !(c.flags & kHostCallInfallible);
       list->collectives += c.kind == Command::Kind::Collective;
       if (c.kind != Command::Kind::Collective) continue;
       bool seen = false;
@@ -193,12 +195,21 @@ static Status recordCallback(uint64_t handle, const core::Instance*& owner, Comm
 }
 
 Result CommandBuffer::hostCall(HostCallback callback, void* userData) const noexcept {
+  return hostCall(callback, userData, 0);
+}
+
+Result CommandBuffer::hostCall(HostCallback callback, void* userData,
+                               uint32_t flags) const noexcept {
   return entry("CommandBuffer::hostCall", [&](const core::Instance*& owner) -> Status {
+    if (flags & ~kHostCallInfallible)
+      return error(Result::ErrorInvalidArgument, "unknown host call flags 0x%x",
+                   flags & ~kHostCallInfallible);
     return recordCallback(handle_, owner, Command::Kind::HostCall,
                           reinterpret_cast<const void*>(callback), "host callback",
                           [&](Command& c) {
                             c.hostCallback = callback;
                             c.userData = userData;
+                            c.flags = flags;
                           });
   });
 }
@@ -223,7 +234,7 @@ Result CommandBuffer::native(NativeCallback callback, void* userData,
                      cb.label.c_str());
       Command c{Command::Kind::Native};
       c.nativeCallback = callback;
-      c.nativeFlags = flags;
+      c.flags = flags;
       c.userData = userData;
       list.commands.push_back(std::move(c));
       return Status();

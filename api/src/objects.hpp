@@ -226,7 +226,7 @@ struct Command {
   std::vector<uint8_t> data;
   HostCallback hostCallback = nullptr;
   NativeCallback nativeCallback = nullptr;
-  uint32_t nativeFlags = 0;  // Native: kNativeCapturable
+  uint32_t flags = 0;  // Native: kNativeCapturable; HostCall: kHostCallInfallible
   void* userData = nullptr;
   // Collective: the operation, its communicator and arguments; src/dst and their offsets above
   // (Send: src only; Recv: dst only); `size` is the count in elements.
@@ -243,8 +243,9 @@ class CommandList : public Object {
   std::vector<Command> commands;
   // The communicators its collective commands use, each once (submit checks they are usable).
   std::vector<Ref<Communicator>> communicators;
-  // Counted by end(), for the backends' release paths.
-  uint32_t hostCalls = 0, collectives = 0;
+  // Counted by end(), for the backends' release paths: every host call, and those whose error
+  // fails the submission (without kHostCallInfallible).
+  uint32_t hostCalls = 0, fallibleHostCalls = 0, collectives = 0;
   // Graph command buffers (CommandBufferUsage::Graph): what the backend built at end() for its
   // submissions to launch (DeviceImpl::prepareGraph); null when the list is replayed.
   Ref<Object> program;

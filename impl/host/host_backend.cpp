@@ -17,6 +17,7 @@
 #include "callback_scope.hpp"
 #include "notifier.hpp"
 #include "objects.hpp"
+#include "report.hpp"
 #include "trace.hpp"
 
 namespace baton::core {
@@ -161,9 +162,15 @@ class HostQueue final : public QueueImpl {
               CallbackScope running(&device_, index_, CallbackScope::kHostCall, sub.traceId);
               r = c.hostCallback(c.userData);
             }
-            if (isError(r))
+            if (isError(r) && (c.flags & kHostCallInfallible)) {
+              message(device_.instance(), MessageSeverity::Warning,
+                      format("an infallible hostCall on host queue %u returned %s; the "
+                             "submission goes on (kHostCallInfallible)",
+                             index_, resultName(r)));
+            } else if (isError(r)) {
               return error(Result::ErrorHostCallFailed, "hostCall on host queue %u returned %s",
                            index_, resultName(r));
+            }
             break;
           }
           case Command::Kind::Native: {

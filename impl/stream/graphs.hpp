@@ -5,8 +5,9 @@
 //
 // Segments: a segment is a run of commands that one executable graph replays, as a linear chain
 // of nodes in recording order. A segment ends after a run of host calls that other work follows
-// (that work must not run when a host call fails, which is known only once the host calls ran:
-// the issuer suspends the submission there, as it does for a replayed one), and before a
+// when one of them may fail (that work must not run when a host call fails, which is known only
+// once the host calls ran: the issuer suspends the submission there, as it does for a replayed
+// one; kHostCallInfallible calls stay inside the segment), and before a
 // collective command (collectives are issued as library calls between segments, as in a replayed
 // list). Copies and fills become memcpy and memset nodes; updates memcpy nodes from page-locked
 // memory the program owns; host calls host nodes; capturable native callbacks child graphs,
@@ -63,6 +64,7 @@ struct HostNode {
     }
     if (call) HostCalls::trampoline(call);
   }
+  uint32_t command = 0;  // its HostCall command's index in the list
   std::mutex mutex;
   std::deque<HostCalls::Call*> pending;
 };
@@ -71,7 +73,10 @@ struct GraphSegment {
   uint32_t first = 0, end = 0;  // the commands [first, end) of the list it replays
   void* exec = nullptr;         // the executable graph
   std::string shape;            // its nodes' kinds, for reuse by a later recording (GraphCache)
-  std::vector<std::unique_ptr<HostNode>> hostNodes;  // its trailing host calls, in order
+  std::vector<std::unique_ptr<HostNode>> hostNodes;  // its host calls, in order
+  // It ends with host calls of which one may fail (without kHostCallInfallible): the work after
+  // it waits for their results (the issuer suspends the submission there).
+  bool suspends = false;
   std::mutex launchMutex;  // one launch at a time: the order of the host nodes' FIFOs
 };
 
@@ -179,13 +184,22 @@ class GraphBuilder {
       BATON_TRY(d_.graphCreate(&graph));
       Status st;
       void* dep = nullptr;
+      bool fallibleRun = false;  // the run of host calls at hand has one that may fail
       while (i < cmds.size() && cmds[i].kind != core::Command::Kind::Collective) {
         st = addNode(cmds[i], i, graph, &dep, *seg, &staged);
         if (!st.ok()) break;
         ++i;
-        if (cmds[i - 1].kind == core::Command::Kind::HostCall && i < cmds.size() &&
-            cmds[i].kind != core::Command::Kind::HostCall)
-          break;  // the work after these host calls waits for their results: a new segment
+        if (cmds[i - 1].kind == core::Command::Kind::HostCall) {
+          fallibleRun |= !(cmds[i - 1].flags & kHostCallInfallible);
+          if (i < cmds.size() && cmds[i].kind != core::Command::Kind::HostCall) {
+            // The work after these host calls waits for their results: a new segment.
+            if (fallibleRun) {
+              seg->suspends = true;
+              break;
+            }
+            fallibleRun = false;
+          }
+        }
       }
       if (st.ok()) st = instantiate(graph, *seg);
       (void)d_.graphDestroy(graph);
@@ -247,6 +261,7 @@ class GraphBuilder {
         break;
       case core::Command::Kind::HostCall: {
         seg.hostNodes.push_back(std::make_unique<HostNode>());
+        seg.hostNodes.back()->command = static_cast<uint32_t>(index);
         BATON_TRY(
             d_.graphAddHost(graph, *dep, &HostNode::trampoline, seg.hostNodes.back().get(), &node));
         seg.shape += 'h';

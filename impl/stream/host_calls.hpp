@@ -37,6 +37,7 @@ struct HostCalls {
     HostCalls* owner;
     HostCallback callback;
     void* userData;
+    bool infallible;  // kHostCallInfallible: an error is reported, not recorded in firstError
   };
   static void trampoline(void* data);
   void ranOne();  // a call was run or skipped: counts it in `ran`, wakes the completion thread

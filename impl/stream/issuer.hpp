@@ -378,6 +378,9 @@ class Issuer {
       rec.hostCalls->traceId = sub.traceId;
     }
 
+    // Whether the run of consecutive host calls being enqueued has one whose error fails the
+    // submission (then what follows waits for the run's results).
+    bool fallibleRun = false;
     while (const core::Command* next = current(rec)) {
       // A graph command list: launch the segment that starts here, if any (graphs.hpp).
       if (const core::Object* program = rec.submission->commandLists[rec.nextList]->program.get())
@@ -386,7 +389,7 @@ class Issuer {
                 static_cast<const GraphProgram*>(program)->segmentAt(rec.nextCommand)) {
           BATON_TRY(launchSegment(rec, *seg));
           // Work after the segment's host calls waits for their results, as below.
-          if (!seg->hostNodes.empty() && current(rec)) {
+          if (seg->suspends && current(rec)) {
             *suspend = true;
             return Status();
           }
@@ -421,15 +424,20 @@ class Issuer {
           }));
           break;
         case core::Command::Kind::HostCall: {
-          rec.hostCalls->calls.push_back({rec.hostCalls.get(), c.hostCallback, c.userData});
+          const bool infallible = c.flags & kHostCallInfallible;
+          rec.hostCalls->calls.push_back(
+              {rec.hostCalls.get(), c.hostCallback, c.userData, infallible});
           BATON_TRY(
               d_.launchHostFunc(q_.stream, &HostCalls::trampoline, &rec.hostCalls->calls.back()));
           // Consecutive host calls go together (the trampoline skips those after a failure);
-          // anything else after a host call waits for its result.
+          // anything else after a host call that may fail waits for its result.
+          fallibleRun |= !infallible;
           const core::Command* after = current(rec);
           if (after && after->kind != core::Command::Kind::HostCall) {
-            *suspend = true;
-            return Status();
+            if (fallibleRun) {
+              *suspend = true;
+              return Status();
+            }
           }
           break;
         }
@@ -495,9 +503,10 @@ class Issuer {
     const size_t hosts = seg.hostNodes.size();
     std::lock_guard<std::mutex> lock(seg.launchMutex);
     for (size_t k = 0; k < hosts; ++k) {
-      const core::Command& c = list[seg.end - hosts + k];
-      rec.hostCalls->calls.push_back({rec.hostCalls.get(), c.hostCallback, c.userData});
       HostNode& node = *seg.hostNodes[k];
+      const core::Command& c = list[node.command];
+      rec.hostCalls->calls.push_back(
+          {rec.hostCalls.get(), c.hostCallback, c.userData, (c.flags & kHostCallInfallible) != 0});
       std::lock_guard<std::mutex> nodeLock(node.mutex);
       node.pending.push_back(&rec.hostCalls->calls.back());
     }

@@ -485,7 +485,15 @@ void HostCalls::trampoline(void* data) {
     tInsideHostFunction = false;
     passes = core::Notifier::takeScheduled();
   }
-  if (isError(r)) owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);
+  if (isError(r)) {
+    if (!call->infallible)
+      owner.firstError.store(static_cast<int32_t>(r), std::memory_order_release);
+    else
+      core::message(owner.device->instance(), MessageSeverity::Warning,
+                    core::format("an infallible hostCall on queue %u of %s returned %s; the "
+                                 "submission goes on (kHostCallInfallible)",
+                                 owner.queueIndex, owner.device->label().c_str(), resultName(r)));
+  }
   if (!passes.empty())
     if (std::shared_ptr<QueueShared> q = owner.queue.lock()) q->handOff(std::move(passes));
   owner.ranOne();

@@ -87,8 +87,8 @@ struct DriverTable {
   Status (*graphDestroy)(void* graph);
   Status (*graphAddMemcpy)(void* graph, void* dep, uint64_t dst, uint64_t src, uint64_t size,
                            void* context, void** node);
-  Status (*graphAddMemset32)(void* graph, void* dep, uint64_t dst, uint32_t value,
-                             uint64_t count, void* context, void** node);
+  Status (*graphAddMemset32)(void* graph, void* dep, uint64_t dst, uint32_t value, uint64_t count,
+                             void* context, void** node);
   Status (*graphAddHost)(void* graph, void* dep, HostFunction function, void* userData,
                          void** node);
   // Adds a copy of `child` (the driver clones it; the caller still owns `child`).

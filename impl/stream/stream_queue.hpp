@@ -223,13 +223,16 @@ class StreamQueue final : public core::QueueImpl {
     Issue e;
     e.number = number;
     for (const core::Submission::Wait& w : sub->waits) e.gated |= w.external != nullptr;
+    uint32_t fallible = 0;
     for (const Ref<core::CommandList>& list : sub->commandLists) {
       e.hostCalls += list->hostCalls;  // counted by CommandBuffer::end
+      fallible += list->fallibleHostCalls;
       e.collectives += list->collectives;
     }
-    // Host calls and collectives decide on the host whether the signals are reached or failed
-    // (collectives.hpp says why for collectives).
-    e.hostPublish = e.hostCalls != 0 || e.collectives != 0 ||
+    // Host calls that may fail and collectives decide on the host whether the signals are
+    // reached or failed (collectives.hpp says why for collectives); kHostCallInfallible ones do
+    // not.
+    e.hostPublish = fallible != 0 || e.collectives != 0 ||
                     q_->hostPublished.load(std::memory_order_seq_cst) != 0;
     // Decided here, where the semaphores are in this thread's cache, so that the issuing thread
     // looks at them only when it has to signal one: which signals it makes GPU-side (imported

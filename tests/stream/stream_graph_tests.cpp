@@ -144,6 +144,32 @@ TEST_P(GraphCommandBufferTest, AHostCallFailureStopsTheGraphAfterIt) {
   EXPECT_EQ(words[kWords - 1], 0xBBBBBBBBu);
 }
 
+// An infallible host call stays inside the graph (one graph for the whole recording), and the
+// work after it runs whatever it returns.
+TEST_P(GraphCommandBufferTest, AnInfallibleHostCallStaysInsideTheGraph) {
+  auto out = pinned();
+  uint32_t* words = map<uint32_t>(*out);
+  Probe probe;
+  probe.word = words;
+  probe.fail = true;
+  const baton::stream::Stats before = stats();
+  auto cb = makeGraph([&](CommandBuffer c) {
+    EXPECT_OK(c.fillBuffer(*out, 0, kBytes, 0xAAAAAAAAu));
+    EXPECT_OK(c.hostCall(&Probe::run, &probe, baton::kHostCallInfallible));
+    EXPECT_OK(c.fillBuffer(*out, 0, kBytes, 0xBBBBBBBBu));
+  });
+  EXPECT_EQ(stats().graphInstantiations - before.graphInstantiations, 1u);
+  auto done = makeSemaphore("done");
+  for (uint64_t v = 1; v <= 2; ++v) {
+    std::memset(words, 0, kBytes);
+    ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, v}}));
+    ASSERT_OK(done->wait(v, kLongNs)) << lastError();
+    EXPECT_EQ(probe.seen.load(), 0xAAAAAAAAu);
+    EXPECT_EQ(words[kWords - 1], 0xBBBBBBBBu);
+  }
+  EXPECT_EQ(stats().graphLaunches - before.graphLaunches, 2u);
+}
+
 // Re-recording: an executable graph that no submission uses any more is updated in place when the
 // new recording has the same shape; one a pending submission still uses is not touched (the
 // submission keeps its recording), and another shape is instantiated anew.

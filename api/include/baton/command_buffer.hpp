@@ -64,6 +64,16 @@ struct CommandBufferCreateInfo {
 /// every time it is called. A graph command buffer records native callbacks only with this flag.
 constexpr uint32_t kNativeCapturable = 1u << 0;
 
+/// CommandBuffer::hostCall flag: the call's error return does not fail the submission. It is
+/// reported through the debug callback (a warning naming the queue and the result), the commands
+/// after it run, and the submission's signals are published as a replayed submission without host
+/// calls publishes them: GPU-side, as soon as the GPU reaches them, rather than by baton's
+/// completion thread once the host call has run (a host round trip that a waiter on the next
+/// value of the same semaphore pays). For callbacks that only observe or account (a frame's
+/// bookkeeping), as cuLaunchHostFunc's void functions do. A graph command buffer keeps such host
+/// calls inside the graph (no new graph after them).
+constexpr uint32_t kHostCallInfallible = 1u << 0;
+
 /// The most bytes one updateBuffer records (the data is copied at record time).
 constexpr uint64_t kMaxUpdateSize = 65536;
 
@@ -163,6 +173,10 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
                                     const void* data) const noexcept;
   /// Records a host callback; see HostCallback.
   [[nodiscard]] Result hostCall(HostCallback callback, void* userData) const noexcept;
+  /// Records a host callback with flags (kHostCallInfallible, or 0 as hostCall(callback,
+  /// userData)). Other flag bits: ErrorInvalidArgument.
+  [[nodiscard]] Result hostCall(HostCallback callback, void* userData,
+                                uint32_t flags) const noexcept;
   /// Records a native callback; see NativeCallback.
   [[nodiscard]] Result native(NativeCallback callback, void* userData) const noexcept;
   /// Records a native callback with flags (kNativeCapturable, or 0 as native(callback,
