@@ -402,7 +402,8 @@ struct Side {
   // graph command buffer); the slots' stamps in pinned words that the first pass's graph copies
   // into the state (kernel mode).
   bool graph = false;
-  double recordUs = 0;  // baton: what recording every command buffer took (recordAll)
+  bool infallible = false;  // baton: the frame's host call is recorded kHostCallInfallible
+  double recordUs = 0;      // baton: what recording every command buffer took (recordAll)
   RawGraphExec execs[kInFlight][kPasses] = {};
   baton::Buffer stampWords;
   uint64_t stampWordsAddress = 0;
@@ -584,7 +585,9 @@ double recordAll(Side& side) {
             BATON_OK(cb.copyBuffer(side.state, c.src, side.state, c.dst, 4));
         }
       }
-      if (p == kPasses - 1) BATON_OK(cb.hostCall(batonHostCall, &side.slots[slot]));
+      if (p == kPasses - 1)
+        BATON_OK(cb.hostCall(batonHostCall, &side.slots[slot],
+                             side.infallible ? baton::kHostCallInfallible : 0));
       BATON_OK(cb.end());
     }
   }
@@ -1061,10 +1064,13 @@ int main(int argc, char** argv) {
   if (env.noEdges)
     std::printf("--no-edges: every cross-queue wait dropped on both sides; the checks must fail\n");
 
-  Side ours, oursGraph, raw, raw2, rawGraph;
+  Side ours, oursGraph, oursGraphInf, raw, raw2, rawGraph;
   ours.name = "baton";
   oursGraph.name = "baton-graph";
   oursGraph.graph = true;
+  oursGraphInf.name = "bgraph-inf";
+  oursGraphInf.graph = true;
+  oursGraphInf.infallible = true;
   raw.name = "raw";
   raw2.name = "raw-2t";
   rawGraph.name = "raw-graph";
@@ -1097,6 +1103,7 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(s1.graphInstantiations - s0.graphInstantiations),
         rerecordUs / cbs, static_cast<unsigned long long>(s2.graphUpdates - s1.graphUpdates),
         static_cast<unsigned long long>(s2.graphInstantiations - s1.graphInstantiations));
+    setupSide(oursGraphInf, true);
   }
   setupSide(raw, false);
   setupSide(raw2, false);
@@ -1125,10 +1132,9 @@ int main(int argc, char** argv) {
        "direct issue whenever nothing holds it back (BATON_STREAM_DIRECT_ISSUE=1)"},
       {"baton-graph", baton::stream::IssueMode::WhenIdle,
        "graph command buffers: each pass's kernels captured once at end(), one launch per pass"},
-      {"bgraph-it", baton::stream::IssueMode::IssuingThread,
-       "graph command buffers, every submission by the issuing thread"},
-      {"bgraph-di", baton::stream::IssueMode::Direct,
-       "graph command buffers, direct issue whenever nothing holds it back"},
+      {"bgraph-inf", baton::stream::IssueMode::WhenIdle,
+       "graph command buffers with the frame's host call kHostCallInfallible (its signal published "
+       "GPU-side, as raw's cuLaunchHostFunc's event)"},
       {"raw-graph", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw frame as graphs, one per pass and slot captured once, launched every "
        "frame between the same waits and events (issue 34's baseline)"},
@@ -1137,7 +1143,7 @@ int main(int argc, char** argv) {
        "issuing thread)"},
       {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
   constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2,
-                kRawGraph = kModes - 3, kBatonGraph = kModes - 6;
+                kRawGraph = kModes - 3, kBatonGraph = kModes - 5;
   auto graphSide = [&](int k) { return k >= kBatonGraph && k < kRawGraph; };
   auto ran = [&](int k) { return (k != kRawGraph || !noGraphs) && (!graphSide(k) || batonGraphs); };
   // BATON_BENCH_ISSUE_TIMING=1: the issuing threads time their work (Stats::issueBusyNs and
@@ -1148,7 +1154,7 @@ int main(int argc, char** argv) {
   struct Timing {
     uint64_t timed = 0, busyNs = 0, driverNs = 0, driverCalls = 0;
   } timing[kModes];
-  uint64_t oursGraphFirst = 0;
+  uint64_t oursGraphFirst = 0, oursGraphInfFirst = 0;
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
   std::vector<Figures> runsOf[kModes];
@@ -1182,10 +1188,14 @@ int main(int argc, char** argv) {
         f = runRawHandoff(raw2, static_cast<uint64_t>(r) * frames, frames, warmup);
       } else if (k == kRawGraph) {
         f = runRawGraph(rawGraph, static_cast<uint64_t>(r) * frames, frames, warmup);
-      } else if (graphSide(k)) {
+      } else if (k == kBatonGraph) {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(oursGraph, oursGraphFirst, frames, warmup);
         oursGraphFirst += frames;
+      } else if (graphSide(k)) {
+        baton::stream::setIssueMode(modes[k].mode);
+        f = runBaton(oursGraphInf, oursGraphInfFirst, frames, warmup);
+        oursGraphInfFirst += frames;
       } else {
         baton::stream::setIssueMode(modes[k].mode);
         f = runBaton(ours, oursFirst, frames, warmup);
@@ -1280,7 +1290,8 @@ int main(int argc, char** argv) {
   // Graph command buffers against raw streams and raw graphs (issue 34's targets). The issuing
   // CPU is what the submitting thread and the device's issuing thread spent together (all frames,
   // warm-up included), beside what raw's submitting thread spent (it issues everything itself).
-  if (ran(kBatonGraph) && ran(kRawGraph)) {
+  for (int g = kBatonGraph; g < kRawGraph; ++g) {
+    if (!ran(g) || !ran(kRawGraph)) continue;
     char self[32] = "";
     pthread_getname_np(pthread_self(), self, sizeof self);
     auto med = [&](int k, double Figures::*field) {
@@ -1293,32 +1304,29 @@ int main(int argc, char** argv) {
       for (int r = 0; r < runs; ++r) v.push_back(runsOf[k][r].*field / runsOf[base][r].*field);
       return median(v);
     };
-    const double issuing =
-        (byThread[kBatonGraph].ns(self) + byThread[kBatonGraph].ns("baton-issue")) / 1e3 /
-        allFrames;
+    const double issuing = (byThread[g].ns(self) + byThread[g].ns("baton-issue")) / 1e3 / allFrames;
     const double rawIssuing = byThread[kRaw].ns(self) / 1e3 / allFrames;
-    const double gFrame = med(kBatonGraph, &Figures::wallUs), rFrame = med(kRaw, &Figures::wallUs),
+    const double gFrame = med(g, &Figures::wallUs), rFrame = med(kRaw, &Figures::wallUs),
                  rgFrame = med(kRawGraph, &Figures::wallUs);
-    const double gProc = med(kBatonGraph, &Figures::processCpuUs),
+    const double gProc = med(g, &Figures::processCpuUs),
                  rgProc = med(kRawGraph, &Figures::processCpuUs);
     auto verdict = [&](double ratio, double target) {
       return !env.kernels ? "(emulated: no meaning)" : ratio <= target ? "(met)" : "(MISSED)";
     };
-    std::printf("\ngraph command buffers (baton-graph) against raw streams and raw graphs:\n");
-    std::printf("%-44s %10s %10s %8s %8s %8s\n", "figure", "baton-gr", "base", "ratio", "paired",
+    std::printf("\n%s (%s) against raw streams and raw graphs:\n", modes[g].name, modes[g].what);
+    std::printf("%-44s %10s %10s %8s %8s %8s\n", "figure", modes[g].name, "base", "ratio", "paired",
                 "target");
     std::printf("%-44s %10.2f %10.2f %7.2fx %7.2fx  <=0.70x %s\n", "frame time vs raw streams (us)",
-                gFrame, rFrame, gFrame / rFrame, paired(kBatonGraph, kRaw, &Figures::wallUs),
+                gFrame, rFrame, gFrame / rFrame, paired(g, kRaw, &Figures::wallUs),
                 verdict(gFrame / rFrame, 0.7));
     std::printf("%-44s %10.2f %10.2f %7.2fx %7.2fx  <=1.05x %s\n", "frame time vs raw graphs (us)",
-                gFrame, rgFrame, gFrame / rgFrame, paired(kBatonGraph, kRawGraph, &Figures::wallUs),
+                gFrame, rgFrame, gFrame / rgFrame, paired(g, kRawGraph, &Figures::wallUs),
                 verdict(gFrame / rgFrame, 1.05));
     std::printf("%-44s %10.2f %10.2f %7.2fx %8s  <=0.25x %s\n",
                 "issuing CPU vs raw streams' submitting thread", issuing, rawIssuing,
                 issuing / rawIssuing, "", verdict(issuing / rawIssuing, 0.25));
     std::printf("%-44s %10.2f %10.2f %7.2fx %7.2fx  <=1.10x %s\n", "process CPU vs raw graphs (us)",
-                gProc, rgProc, gProc / rgProc,
-                paired(kBatonGraph, kRawGraph, &Figures::processCpuUs),
+                gProc, rgProc, gProc / rgProc, paired(g, kRawGraph, &Figures::processCpuUs),
                 verdict(gProc / rgProc, 1.1));
     std::printf(
         "(issuing CPU: the submitting thread '%s' and baton-issue, per frame, all frames)\n", self);
@@ -1329,7 +1337,7 @@ int main(int argc, char** argv) {
     for (RawStream s : side->streams)
       if (s) RAW_OK(driver.streamSynchronize(s));
   int rc = 0;
-  for (Side* side : {&ours, &oursGraph, &raw, &raw2, &rawGraph}) {
+  for (Side* side : {&ours, &oursGraph, &oursGraphInf, &raw, &raw2, &rawGraph}) {
     if (side->failures) {
       std::printf("FAILED (%s): %llu check(s) failed; the first: %s\n", side->name,
                   static_cast<unsigned long long>(side->failures), side->firstFailure.c_str());
@@ -1342,7 +1350,10 @@ int main(int argc, char** argv) {
         "call its frame complete and in order, the CPU every host call before reuse\n",
         runs * frames, env.kernels ? "kernel" : "copy");
   teardownSide(ours);
-  if (batonGraphs) teardownSide(oursGraph);
+  if (batonGraphs) {
+    teardownSide(oursGraph);
+    teardownSide(oursGraphInf);
+  }
   teardownSide(raw);
   teardownSide(raw2);
   teardownSide(rawGraph);
