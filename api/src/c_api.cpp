@@ -96,6 +96,7 @@ BATON_C_SAME_VALUE(BATON_MAX_SUBMIT_INFOS, baton::kMaxSubmitInfos);
 BATON_C_SAME_VALUE(BATON_MAX_SUBMIT_ENTRIES, baton::kMaxSubmitEntries);
 BATON_C_SAME_VALUE(BATON_MAX_UPDATE_SIZE, baton::kMaxUpdateSize);
 static_assert(BATON_NATIVE_CAPTURABLE == baton::kNativeCapturable);
+static_assert(BATON_HOST_CALL_INFALLIBLE == baton::kHostCallInfallible);
 static_assert(BATON_CAPTURE_QUEUE_INDEX == baton::kCaptureQueueIndex);
 
 static_assert(BATON_CAPABILITY_DEVICE_MEMORY == baton::kCapabilityDeviceMemory);
@@ -481,6 +482,13 @@ baton_result baton_command_buffer_host_call(baton_command_buffer command_buffer,
                                             baton_host_callback callback, void* user_data) {
   return toC(toCpp<CommandBuffer>(command_buffer)
                  .hostCall(reinterpret_cast<baton::HostCallback>(callback), user_data));
+}
+
+baton_result baton_command_buffer_host_call_flags(baton_command_buffer command_buffer,
+                                                  baton_host_callback callback, void* user_data,
+                                                  uint32_t flags) {
+  return toC(toCpp<CommandBuffer>(command_buffer)
+                 .hostCall(reinterpret_cast<baton::HostCallback>(callback), user_data, flags));
 }
 
 baton_result baton_command_buffer_native(baton_command_buffer command_buffer,

@@ -61,6 +61,12 @@ static baton_result graph_native_refused(const baton_native_queue* queue, void* 
   return BATON_ERROR_DRIVER;
 }
 
+/* Fails, recorded BATON_HOST_CALL_INFALLIBLE: reported as a warning, the submission goes on. */
+static baton_result graph_host_fails(void* user_data) {
+  (void)user_data;
+  return BATON_ERROR_NOT_SUPPORTED;
+}
+
 /* Submits `commands` to `queue`, signalling `value`, and waits for it. */
 static int submit_and_wait(baton_queue queue, baton_command_buffer commands,
                            baton_semaphore timeline, uint64_t value, char* why, size_t capacity) {
@@ -190,6 +196,12 @@ static int graph_device_run(baton_instance instance, baton_physical_device physi
                                              BATON_NATIVE_CAPTURABLE));
   EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
                 baton_command_buffer_native_flags(replay, graph_native, &replay_calls, 1u << 4));
+  /* An infallible host call's error does not fail the submission (submit_and_wait checks that its
+   * signal is reached); an unknown host-call flag is refused. */
+  CHECK_OK(baton_command_buffer_host_call_flags(replay, graph_host_fails, NULL,
+                                                BATON_HOST_CALL_INFALLIBLE));
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
+                baton_command_buffer_host_call_flags(replay, graph_host_fails, NULL, 1u << 3));
   CHECK_OK(baton_command_buffer_end(replay));
   REQUIRE(replay_calls.native_calls == 0);
   int line = submit_and_wait(queue, replay, timeline, 3, why, capacity);

@@ -674,6 +674,20 @@ BATON_API baton_result baton_command_buffer_host_call(baton_command_buffer comma
                                                       baton_host_callback callback,
                                                       void* user_data);
 
+/** baton_command_buffer_host_call_flags flag: the call's error return does not fail the
+ * submission; it is reported through the debug callback as a warning, the commands after it run,
+ * and the submission's signals are published GPU-side (no host round trip for the GPU waiters of
+ * the next values); a graph command buffer keeps the call inside its graph.
+ * (baton::kHostCallInfallible) */
+#define BATON_HOST_CALL_INFALLIBLE (UINT32_C(1) << 0)
+
+/** Records a host callback with flags (BATON_HOST_CALL_INFALLIBLE, or 0 as
+ * baton_command_buffer_host_call). Other flag bits: BATON_ERROR_INVALID_ARGUMENT.
+ * (CommandBuffer::hostCall) */
+BATON_API baton_result baton_command_buffer_host_call_flags(baton_command_buffer command_buffer,
+                                                            baton_host_callback callback,
+                                                            void* user_data, uint32_t flags);
+
 /** Records a native callback; user_data as for baton_command_buffer_host_call. A graph command
  * buffer refuses it (BATON_ERROR_INVALID_ARGUMENT): use baton_command_buffer_native_flags with
  * BATON_NATIVE_CAPTURABLE there. (CommandBuffer::native) */
