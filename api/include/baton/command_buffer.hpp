@@ -53,7 +53,7 @@ enum class CommandBufferUsage : uint32_t {
 
 /// Parameters of Device::createCommandBuffer.
 struct CommandBufferCreateInfo {
-  CommandBufferUsage usage = CommandBufferUsage::Replay;
+  CommandBufferUsage usage = CommandBufferUsage::Replay;  ///< replayed, or built into graphs
   const char* debugName = nullptr;  ///< copied; names the command buffer in messages (may be null)
 };
 
