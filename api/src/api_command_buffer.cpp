@@ -181,19 +181,6 @@ Result CommandBuffer::updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
   });
 }
 
-// hostCall and native record the same way: a callback pointer and its user data.
-template <class Set>
-static Status recordCallback(uint64_t handle, const core::Instance*& owner, Command::Kind kind,
-                             const void* callback, const char* what, Set&& set) {
-  return record(handle, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
-    BATON_NULL_CHECK(callback, what);
-    Command c{kind};
-    set(c);
-    list.commands.push_back(std::move(c));
-    return Status();
-  });
-}
-
 Result CommandBuffer::hostCall(HostCallback callback, void* userData) const noexcept {
   return hostCall(callback, userData, 0);
 }
@@ -201,16 +188,18 @@ Result CommandBuffer::hostCall(HostCallback callback, void* userData) const noex
 Result CommandBuffer::hostCall(HostCallback callback, void* userData,
                                uint32_t flags) const noexcept {
   return entry("CommandBuffer::hostCall", [&](const core::Instance*& owner) -> Status {
-    if (flags & ~kHostCallInfallible)
-      return error(Result::ErrorInvalidArgument, "unknown host call flags 0x%x",
-                   flags & ~kHostCallInfallible);
-    return recordCallback(handle_, owner, Command::Kind::HostCall,
-                          reinterpret_cast<const void*>(callback), "host callback",
-                          [&](Command& c) {
-                            c.hostCallback = callback;
-                            c.userData = userData;
-                            c.flags = flags;
-                          });
+    return record(handle_, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
+      BATON_NULL_CHECK(reinterpret_cast<const void*>(callback), "host callback");
+      if (flags & ~kHostCallInfallible)
+        return error(Result::ErrorInvalidArgument, "unknown host call flags 0x%x",
+                     flags & ~kHostCallInfallible);
+      Command c{Command::Kind::HostCall};
+      c.hostCallback = callback;
+      c.flags = flags;
+      c.userData = userData;
+      list.commands.push_back(std::move(c));
+      return Status();
+    });
   });
 }
 

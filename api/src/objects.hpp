@@ -235,6 +235,10 @@ struct Command {
   ElementType elementType = ElementType::Float32;
   ReduceOp reduceOp = ReduceOp::Sum;
   uint32_t peer = 0;  // Broadcast, Reduce: the root; Send, Recv: the peer
+
+  // Whether the buffers it uses have memory (a queue-ordered alloca ran and no dealloca did):
+  // backends check it before they execute the command. Defined after Buffer.
+  bool buffersBacked() const noexcept;
 };
 
 // An ended recording; immutable once end() returned, shared by every submission of it.
@@ -282,5 +286,11 @@ class Buffer : public Object {
   Ref<Object> imported;
   uint64_t handle = 0;
 };
+
+inline bool Command::buffersBacked() const noexcept {
+  for (const Ref<Buffer>* b : {&src, &dst})
+    if (*b && !(*b)->backed.load(std::memory_order_acquire)) return false;
+  return true;
+}
 
 }  // namespace baton::core

@@ -137,12 +137,10 @@ class HostQueue final : public QueueImpl {
     }
     for (const Ref<CommandList>& list : sub.commandLists) {
       for (const Command& c : list->commands) {
-        for (const Ref<Buffer>* b : {&c.src, &c.dst}) {
-          if (*b && !(*b)->backed.load(std::memory_order_acquire))
-            return Status(Result::ErrorInvalidState,
-                          "a command used a buffer whose queue-ordered allocation had not run "
-                          "(or that was already freed): order it after the alloca's signal");
-        }
+        if (!c.buffersBacked())
+          return Status(Result::ErrorInvalidState,
+                        "a command used a buffer whose queue-ordered allocation had not run "
+                        "(or that was already freed): order it after the alloca's signal");
         switch (c.kind) {
           case Command::Kind::Copy:
             std::memmove(hostPointer(*c.dst, c.dstOffset), hostPointer(*c.src, c.srcOffset),

@@ -75,7 +75,8 @@ struct GraphSegment {
   std::string shape;            // its nodes' kinds, for reuse by a later recording (GraphCache)
   std::vector<std::unique_ptr<HostNode>> hostNodes;  // its host calls, in order
   // It ends with host calls of which one may fail (without kHostCallInfallible): the work after
-  // it waits for their results (the issuer suspends the submission there).
+  // it, in its list or in the submission's next ones, waits for their results (the issuer
+  // suspends the submission there).
   bool suspends = false;
   std::mutex launchMutex;  // one launch at a time: the order of the host nodes' FIFOs
 };
@@ -193,14 +194,14 @@ class GraphBuilder {
           fallibleRun |= !(cmds[i - 1].flags & kHostCallInfallible);
           if (i < cmds.size() && cmds[i].kind != core::Command::Kind::HostCall) {
             // The work after these host calls waits for their results: a new segment.
-            if (fallibleRun) {
-              seg->suspends = true;
-              break;
-            }
+            if (fallibleRun) break;
             fallibleRun = false;
           }
         }
       }
+      // Ending with such a run, it suspends whatever follows it in the submission: this list's
+      // next commands or the next command list's.
+      seg->suspends = fallibleRun;
       if (st.ok()) st = instantiate(graph, *seg);
       (void)d_.graphDestroy(graph);
       if (!st.ok()) return st;
@@ -232,13 +233,12 @@ class GraphBuilder {
 
   Status addNode(const core::Command& c, size_t index, void* graph, void** dep, GraphSegment& seg,
                  uint64_t* staged) {
-    for (const Ref<core::Buffer>* b : {&c.src, &c.dst})
-      if (*b && !(*b)->backed.load(std::memory_order_acquire))
-        return core::error(Result::ErrorInvalidState,
-                           "command %zu uses a buffer whose queue-ordered allocation has not run "
-                           "(or was freed): a graph holds device addresses, so its buffers must "
-                           "have memory at end()",
-                           index);
+    if (!c.buffersBacked())
+      return core::error(Result::ErrorInvalidState,
+                         "command %zu uses a buffer whose queue-ordered allocation has not run "
+                         "(or was freed): a graph holds device addresses, so its buffers must "
+                         "have memory at end()",
+                         index);
     void* node = nullptr;
     void* context = device_.config.context;
     switch (c.kind) {

@@ -399,8 +399,7 @@ class Issuer {
       const core::Command& c = *next;
       ++rec.nextCommand;
       ++rec.ops;
-      for (const Ref<core::Buffer>* b : {&c.src, &c.dst})
-        if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+      if (!c.buffersBacked()) return unbacked();
       switch (c.kind) {
         case core::Command::Kind::Copy:
           BATON_TRY(driverCall([&] {
@@ -473,8 +472,7 @@ class Issuer {
           size_t end = rec.nextCommand;
           while (end < list.size() && list[end].kind == core::Command::Kind::Collective) ++end;
           for (size_t i = rec.nextCommand; i < end; ++i)
-            for (const Ref<core::Buffer>* b : {&list[i].src, &list[i].dst})
-              if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+            if (!list[i].buffersBacked()) return unbacked();
           rec.ops += static_cast<uint32_t>(end - rec.nextCommand);
           rec.nextCommand = end;
           if (!rec.collectives)
@@ -495,8 +493,7 @@ class Issuer {
   Status launchSegment(Record& rec, GraphSegment& seg) {
     const std::vector<core::Command>& list = rec.submission->commandLists[rec.nextList]->commands;
     for (uint32_t i = seg.first; i < seg.end; ++i)
-      for (const Ref<core::Buffer>* b : {&list[i].src, &list[i].dst})
-        if (*b && !(*b)->backed.load(std::memory_order_acquire)) return unbacked();
+      if (!list[i].buffersBacked()) return unbacked();
     rec.nextCommand = seg.end;
     ++rec.ops;
     const uint64_t traceBegin = rec.submission->traceId ? core::nowNs() : 0;

@@ -144,6 +144,34 @@ TEST_P(GraphCommandBufferTest, AHostCallFailureStopsTheGraphAfterIt) {
   EXPECT_EQ(words[kWords - 1], 0xBBBBBBBBu);
 }
 
+// The same across command lists: a graph that ends with a failing host call stops the next command
+// buffer of the same submission (a replayed submission is suspended there too).
+TEST_P(GraphCommandBufferTest, AHostCallFailureStopsTheNextCommandBuffer) {
+  auto out = pinned();
+  uint32_t* words = map<uint32_t>(*out);
+  Probe probe;
+  probe.word = words;
+  probe.fail = true;
+  auto first = makeGraph([&](CommandBuffer c) {
+    EXPECT_OK(c.fillBuffer(*out, 0, kBytes, 0xAAAAAAAAu));
+    EXPECT_OK(c.hostCall(&Probe::run, &probe));
+  });
+  auto second =
+      makeGraph([&](CommandBuffer c) { EXPECT_OK(c.fillBuffer(*out, 0, kBytes, 0xBBBBBBBBu)); });
+  auto done = makeSemaphore("done");
+  std::memset(words, 0, kBytes);
+  ASSERT_OK(submit(queue(0), {}, {*first, *second}, {{*done, 1}}));
+  EXPECT_EQ(done->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  EXPECT_EQ(probe.seen.load(), 0xAAAAAAAAu);
+  EXPECT_EQ(words[kWords - 1], 0xAAAAAAAAu);  // the second command buffer did not run
+
+  probe.fail = false;
+  auto next = makeSemaphore("next");
+  ASSERT_OK(submit(queue(0), {}, {*first, *second}, {{*next, 1}}));
+  ASSERT_OK(next->wait(1, kLongNs)) << lastError();
+  EXPECT_EQ(words[kWords - 1], 0xBBBBBBBBu);
+}
+
 // An infallible host call stays inside the graph (one graph for the whole recording), and the
 // work after it runs whatever it returns.
 TEST_P(GraphCommandBufferTest, AnInfallibleHostCallStaysInsideTheGraph) {
