@@ -95,8 +95,16 @@ struct Thread {
   pid_t tid;
   std::string name;
 };
+// Optional: the ids of baton's own threads (baton::stream::threadIds), set by a benchmark that
+// links the stream machinery. A thread named like one of its threads ("baton-issue",
+// "baton-complete") that is not among them was started by a driver from a baton thread, whose name
+// it inherited: threads() names it "drv:<name>", so that its CPU is not counted as baton's.
+inline std::vector<int> (*gOwnThreadIds)() = nullptr;
+
 inline std::vector<Thread> threads() {
   std::vector<Thread> out;
+  std::vector<int> own;
+  if (gOwnThreadIds) own = gOwnThreadIds();
   DIR* dir = opendir("/proc/self/task");
   if (!dir) return out;
   while (dirent* entry = readdir(dir)) {
@@ -107,7 +115,12 @@ inline std::vector<Thread> threads() {
     if (!f) continue;
     if (std::fgets(comm, sizeof comm, f)) comm[std::strcspn(comm, "\n")] = 0;
     std::fclose(f);
-    out.push_back({static_cast<pid_t>(std::atoi(entry->d_name)), comm});
+    const pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
+    std::string name = comm;
+    if (gOwnThreadIds && (name == "baton-issue" || name == "baton-complete") &&
+        std::find(own.begin(), own.end(), static_cast<int>(tid)) == own.end())
+      name = "drv:" + name;
+    out.push_back({tid, name});
   }
   closedir(dir);
   return out;

@@ -45,7 +45,8 @@
 // (drops every cross-queue wait on both sides: a self-test of the checks, the run must fail),
 // --ptx (prints the kernels and exits). A backend that is not built, not loaded or has no device
 // ends the run with the reason and exit code 77 (a skip), unless BATON_TEST_REQUIRE_BACKENDS names
-// it (then 1). Output is unbuffered.
+// it (then 1). BATON_BENCH_SIDES=<side>,... runs only those sides (and raw, the base). Output is
+// unbuffered.
 //
 // Profiling: SAMPLE=<file> samples one thread (SAMPLE_THREAD, e.g. baton-issue; by default the
 // submitting thread) during the runs of one side (SAMPLE_SIDE: baton, baton-it, baton-di, raw-2t or
@@ -1135,6 +1136,9 @@ int main(int argc, char** argv) {
       {"bgraph-inf", baton::stream::IssueMode::WhenIdle,
        "graph command buffers with the frame's host call kHostCallInfallible (its signal published "
        "GPU-side, as raw's cuLaunchHostFunc's event)"},
+      {"bgraph-it", baton::stream::IssueMode::IssuingThread,
+       "bgraph-inf with every submission by the issuing thread (the design before direct issue of "
+       "graph submissions)"},
       {"raw-graph", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw frame as graphs, one per pass and slot captured once, launched every "
        "frame between the same waits and events (issue 34's baseline)"},
@@ -1143,9 +1147,18 @@ int main(int argc, char** argv) {
        "issuing thread)"},
       {"raw", baton::stream::IssueMode::WhenIdle, nullptr}};
   constexpr int kModes = sizeof modes / sizeof modes[0], kRaw = kModes - 1, kRaw2 = kModes - 2,
-                kRawGraph = kModes - 3, kBatonGraph = kModes - 5;
+                kRawGraph = kModes - 3, kBatonGraph = kModes - 6;
   auto graphSide = [&](int k) { return k >= kBatonGraph && k < kRawGraph; };
-  auto ran = [&](int k) { return (k != kRawGraph || !noGraphs) && (!graphSide(k) || batonGraphs); };
+  // BATON_BENCH_SIDES=<name>,...: only those sides, and raw streams (the tables' base).
+  const char* sidesOnly = std::getenv("BATON_BENCH_SIDES");
+  auto chosen = [&](int k) {
+    if (!sidesOnly || k == kRaw) return true;
+    const std::string list = std::string(",") + sidesOnly + ",";
+    return list.find(std::string(",") + modes[k].name + ",") != std::string::npos;
+  };
+  auto ran = [&](int k) {
+    return (k != kRawGraph || !noGraphs) && (!graphSide(k) || batonGraphs) && chosen(k);
+  };
   // BATON_BENCH_ISSUE_TIMING=1: the issuing threads time their work (Stats::issueBusyNs and
   // issueDriverNs), printed per frame for each baton side; it slows them a little.
   const bool issueTiming =
@@ -1158,6 +1171,8 @@ int main(int argc, char** argv) {
   std::printf("\n%-4s %-9s %12s %16s %17s  %s\n", "run", "side", "frame us", "thread CPU us",
               "process CPU us", "direct");
   std::vector<Figures> runsOf[kModes];
+  // Threads a driver started from baton's threads inherit their names: told apart ("drv:").
+  sampler::gOwnThreadIds = &baton::stream::threadIds;
   sampler::ThreadCpu byThread[kModes];  // where each side's process CPU goes
   // SAMPLE=<file>: profiles one thread (SAMPLE_THREAD, e.g. baton-issue; default this one)
   // during the runs of one side (SAMPLE_SIDE, default baton), for bench/symbolize.py.
@@ -1214,10 +1229,16 @@ int main(int argc, char** argv) {
       timing[k].driverCalls += after.issueDriverCalls - before.issueDriverCalls;
       const uint64_t direct = after.directIssued - before.directIssued;
       const uint64_t all = direct + after.postedToIssuer - before.postedToIssuer;
-      std::printf(
-          "%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
-          f.processCpuUs,
-          k >= kRawGraph ? "" : (std::to_string(direct) + " of " + std::to_string(all)).c_str());
+      // Why the others were not (the issue mode aside): the issuing thread held some of the
+      // queue, or a wait was not yet recorded.
+      const std::string why =
+          " (behind " + std::to_string(after.directBehind - before.directBehind) + ", not ready " +
+          std::to_string(after.directNotReady - before.directNotReady) + ")";
+      std::printf("%-4d %-9s %12.2f %16.2f %17.2f  %s\n", r, modes[k].name, f.wallUs, f.threadCpuUs,
+                  f.processCpuUs,
+                  k >= kRawGraph
+                      ? ""
+                      : (std::to_string(direct) + " of " + std::to_string(all) + why).c_str());
     }
   }
   baton::stream::resetIssueMode();

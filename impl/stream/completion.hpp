@@ -53,7 +53,7 @@ class Completion {
   explicit Completion(std::shared_ptr<QueueShared> q) : q_(std::move(q)), d_(q_->driver) {}
 
   void run() {
-    tInternalThread = true;
+    InternalThreadScope internal;
     // The thread's own driver calls always run in the device's context: made current here, and
     // again before it observes records if this failed (useContext).
     contextCurrent_ = d_.setCurrent(q_->device->config.context).ok();

@@ -97,7 +97,7 @@ class IssueThread {
       : issuer_(std::move(issuer)), device_(std::move(device)) {}
 
   void run() {
-    tInternalThread = true;
+    InternalThreadScope internal;
     // The device's context stays current on this thread. A failure here is not the end of it:
     // the first submission tries again, and fails with the error if it fails again
     // (Issuer::useContext).

@@ -18,6 +18,9 @@
 // whose comment says why.
 #pragma once
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -58,6 +61,38 @@ thread_local bool tInternalThread __attribute__((tls_model("initial-exec"))) = f
 // driver forbids its own API there (DESIGN §4), so a submit made from a host call takes an event
 // only if one is free, and otherwise leaves it to the issuing thread (published late).
 thread_local bool tInsideHostFunction __attribute__((tls_model("initial-exec"))) = false;
+
+// The kernel thread ids of the machinery's own threads that are running (stream::threadIds).
+struct OwnThreads {
+  std::mutex mutex;
+  std::vector<int> tids;
+  static OwnThreads& get() {
+    static OwnThreads* own = new OwnThreads;  // never destroyed: threads may outlive statics
+    return *own;
+  }
+};
+
+// Marks the calling thread as one of the machinery's own (tInternalThread, OwnThreads) for the
+// scope's life: the body of an issuing or a completion thread.
+class InternalThreadScope {
+ public:
+  InternalThreadScope() : tid_(static_cast<int>(::syscall(SYS_gettid))) {
+    tInternalThread = true;
+    OwnThreads& own = OwnThreads::get();
+    std::lock_guard<std::mutex> lock(own.mutex);
+    own.tids.push_back(tid_);
+  }
+  ~InternalThreadScope() {
+    OwnThreads& own = OwnThreads::get();
+    std::lock_guard<std::mutex> lock(own.mutex);
+    own.tids.erase(std::remove(own.tids.begin(), own.tids.end(), tid_), own.tids.end());
+  }
+  InternalThreadScope(const InternalThreadScope&) = delete;
+  InternalThreadScope& operator=(const InternalThreadScope&) = delete;
+
+ private:
+  int tid_;
+};
 
 // The issuing thread of one device (IssueThread), shared by its queues. One thread issues for
 // every queue of a device: the driver calls of a hand-off between two queues then run on one

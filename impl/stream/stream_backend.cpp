@@ -62,6 +62,8 @@ Stats stats() noexcept {
   s.timepointsPublishedLate = c[kPublishedLate];
   s.directIssued = c[kDirectIssued];
   s.directAfterQuery = c[kDirectAfterQuery];
+  s.directBehind = c[kDirectBehind];
+  s.directNotReady = c[kDirectNotReady];
   s.postedToIssuer = c[kPosted];
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];
@@ -88,5 +90,11 @@ void setIssueMode(IssueMode mode) noexcept { gIssueMode.store(mode, std::memory_
 void resetIssueMode() noexcept { gIssueMode.store(issueModeFromEnv(), std::memory_order_relaxed); }
 
 IssueMode issueMode() noexcept { return gIssueMode.load(std::memory_order_relaxed); }
+
+std::vector<int> threadIds() {
+  OwnThreads& own = OwnThreads::get();
+  std::lock_guard<std::mutex> lock(own.mutex);
+  return own.tids;
+}
 
 }  // namespace baton::stream

@@ -120,6 +120,12 @@ struct Stats {
   // asleep and its query of the queue's newest record found it complete (StreamQueue::
   // startDirect): a queue that ran dry without anyone observing it.
   uint64_t directAfterQuery = 0;
+  // Submissions that the issue mode let a submitting thread issue directly but went to the
+  // issuing thread: because that thread held some of the queue (posted work not yet taken, its
+  // issue lock, a suspended or deferred submission), or because a wait's signal was not yet
+  // recorded or the stream was full (only grow).
+  uint64_t directBehind = 0;
+  uint64_t directNotReady = 0;
   // Times a completion thread parked with records in flight that nothing needed (it looks
   // lazily, see impl/stream/completion.hpp), and the looks for completed records, its own and
   // those of direct issuers retiring their records (only grow).
@@ -169,9 +175,15 @@ void setIssueTiming(bool on) noexcept;
 // in one process; BATON_STREAM_DIRECT_ISSUE sets the default, see stream_tuning.hpp): a
 // submission that nothing holds back is issued by the submitting thread never (IssuingThread:
 // always by the device's issuing thread), when its queue's earlier submissions are all known to
-// have completed (WhenIdle, the default), or always (Direct). Takes effect for submissions made
+// have completed or it submits graph command buffers only (WhenIdle, the default), or always
+// (Direct). Takes effect for submissions made
 // after the call. Thread safe.
 enum class IssueMode { IssuingThread, WhenIdle, Direct };
+
+// The kernel thread ids (gettid) of the stream backends' own threads that run now: the devices'
+// issuing threads and the queues' completion threads. For benchmarks that attribute CPU time by
+// thread: a thread that a driver starts from one of them inherits its name. Thread safe.
+std::vector<int> threadIds();
 void setIssueMode(IssueMode mode) noexcept;
 // Back to what the environment says (the defaults).
 void resetIssueMode() noexcept;

@@ -38,6 +38,8 @@ enum Counter : size_t {
   kDirectIssued,      // submissions issued by their submitting thread (see Stats::directIssued)
   kDirectAfterQuery,  // of those, after a query found the queue ran dry (Stats::directAfterQuery)
   kPosted,            // submissions posted to an issuing thread
+  kDirectBehind,      // not issued directly: the issuing thread holds some of the queue
+  kDirectNotReady,    // not issued directly: a wait not yet recorded, or the stream full
   kLazyParks,         // completion threads parked with records in flight that nothing needed
   kCompletionLooks,   // looks for completed records (completion threads, retireOnSubmit)
   kHostCallParks,     // completion threads parked until host calls ran (Completion::awaitHostCalls)

@@ -135,7 +135,8 @@ class StreamQueue final : public core::QueueImpl {
   // By default only on a queue whose earlier submissions are all known to have completed
   // (IssueMode::WhenIdle, stream_tuning.hpp says why): Waker::seenDone against the release
   // count, both read first, without touching what the issuing thread writes, so that within a
-  // stream of submissions this costs one load.
+  // stream of submissions this costs one load. A submission of graph command buffers only
+  // (light: a few driver calls, stream_tuning.hpp says why) is issued directly in a stream too.
   bool startDirect(std::unique_ptr<core::Submission>& sub) override {
     const IssueMode mode = gIssueMode.load(std::memory_order_relaxed);
     if (mode == IssueMode::IssuingThread) return false;
@@ -145,8 +146,10 @@ class StreamQueue final : public core::QueueImpl {
     // unobserved (its completions looked at lazily: nothing waited for them): one query of its
     // newest record's event, below, says so.
     bool askStream = false;
-    if (mode == IssueMode::WhenIdle && q_->waker->seenDone.load(std::memory_order_acquire) <
-                                           q_->issued.load(std::memory_order_relaxed)) {
+    if (mode == IssueMode::WhenIdle &&
+        q_->waker->seenDone.load(std::memory_order_acquire) <
+            q_->issued.load(std::memory_order_relaxed) &&
+        !light(*sub)) {
       if (!q_->issuer->idle.load(std::memory_order_relaxed)) return false;
       askStream = true;
     }
@@ -154,13 +157,16 @@ class StreamQueue final : public core::QueueImpl {
       return false;
     // Everything posted was taken by the issuing thread (it counts what it took after taking
     // it); what it took it issues under issueMutex, which is free only when it is done.
-    if (q_->taken.load(std::memory_order_acquire) != q_->posted) return false;
-    if (!q_->issueMutex.try_lock()) return false;
+    if (q_->taken.load(std::memory_order_acquire) != q_->posted) return declined(kDirectBehind);
+    if (!q_->issueMutex.try_lock()) return declined(kDirectBehind);
     if (q_->continuation || !q_->deferred.empty() ||
-        q_->resumePending.load(std::memory_order_acquire) || !readyForDirect(*sub) ||
-        (askStream && !ranDry())) {
+        q_->resumePending.load(std::memory_order_acquire)) {
       q_->issueMutex.unlock();
-      return false;
+      return declined(kDirectBehind);
+    }
+    if (!readyForDirect(*sub) || (askStream && !ranDry())) {
+      q_->issueMutex.unlock();
+      return declined(kDirectNotReady);
     }
     direct_ = release(std::move(sub));
     return true;
@@ -192,6 +198,22 @@ class StreamQueue final : public core::QueueImpl {
     ContextScope scope(q_->driver, q_->device->config.context);
     if (!scope.ok() || !q_->driver.eventQuery(q_->newestEvent).ok()) return false;
     Counters::add(kDirectAfterQuery, 1);
+    return true;
+  }
+
+  // Counts why a submission that could have been issued directly went to the issuing thread.
+  static bool declined(Counter why) {
+    Counters::add(why, 1);
+    return false;
+  }
+
+  // Whether the submission's driver calls are few: its command buffers are all graph command
+  // buffers (one launch per segment: GraphProgram), so issuing it here costs the submitting
+  // thread about what the hand-off and the issuing thread's wake-ups would cost the process.
+  static bool light(const core::Submission& sub) {
+    if (sub.commandLists.empty()) return false;
+    for (const Ref<core::CommandList>& list : sub.commandLists)
+      if (!list->program && !list->commands.empty()) return false;
     return true;
   }
 

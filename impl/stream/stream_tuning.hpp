@@ -161,6 +161,13 @@ constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // the clock read and the issuing thread's lines touched on every submit raised the caller's
 // submit from 0.72-0.86x to 1.02-1.14x raw (cuda_bench parts: no wait, no signal, 0.13-0.16 to
 // 0.25-0.28 µs).
+// A submission of graph command buffers only (StreamQueue::light) is issued directly in a stream
+// of submissions too: its driver calls are its waits, one launch per segment and one event record,
+// so the hand-off saves the submitter little, while a second thread making them doubled the
+// frame's CPU. frame_bench's graph frame with an infallible host call on the H200 (2026-11-28,
+// three processes): with the issuing thread, process CPU 1.54-2.02x raw CUDA graphs (the
+// submitting thread spins in its host wait while the issuing thread works); issued directly,
+// 0.94-1.17x, frame time 0.90-1.03x raw graphs either way.
 inline IssueMode issueModeFromEnv() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
   if (!v || !v[0]) return IssueMode::WhenIdle;
