@@ -164,10 +164,11 @@ constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // A submission of graph command buffers only (StreamQueue::light) is issued directly in a stream
 // of submissions too: its driver calls are its waits, one launch per segment and one event record,
 // so the hand-off saves the submitter little, while a second thread making them doubled the
-// frame's CPU. frame_bench's graph frame with an infallible host call on the H200 (2026-11-28,
-// three processes): with the issuing thread, process CPU 1.54-2.02x raw CUDA graphs (the
-// submitting thread spins in its host wait while the issuing thread works); issued directly,
-// 0.94-1.17x, frame time 0.90-1.03x raw graphs either way.
+// frame's CPU. frame_bench's graph frame with an infallible host call on H200s (2026-11-28,
+// twelve CUDA processes on four machine sessions): with the issuing thread, process CPU
+// 1.37-2.02x raw CUDA graphs (the submitting thread spins in its host wait while the issuing
+// thread works); issued directly, 0.67-1.30x, frame time 0.75-1.21x raw graphs, about the same
+// as through the issuing thread.
 inline IssueMode issueModeFromEnv() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
   if (!v || !v[0]) return IssueMode::WhenIdle;
