@@ -232,6 +232,38 @@ TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread
   EXPECT_NE(never.thread, std::this_thread::get_id());
 }
 
+// stream::threadIds lists the backend's own threads, by kernel thread id: the device's issuing
+// thread and one completion thread per queue, each under its own name (benchmarks tell a driver
+// thread that inherited such a name apart by it).
+TEST_P(StreamBackendTest, ThreadIdsNameTheBackendsOwnThreads) {
+  // A thread is listed once it runs: a queue's completion thread may not have started yet when
+  // the device is made, so this looks again for up to 10 s.
+  int issuing = 0, completion = 0;
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int round = 0;; ++round) {
+    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    issuing = completion = 0;
+    for (int tid : baton::stream::threadIds()) {
+      char path[64], comm[32] = {};
+      std::snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+      FILE* f = std::fopen(path, "r");
+      ASSERT_NE(f, nullptr) << "thread " << tid << " is not a thread of this process";
+      if (std::fgets(comm, sizeof comm, f)) comm[std::strcspn(comm, "\n")] = 0;
+      std::fclose(f);
+      const std::string name = comm;
+      issuing += name == "baton-issue";
+      completion += name == "baton-complete";
+      ASSERT_TRUE(name == "baton-issue" || name == "baton-complete") << tid << ": " << name;
+    }
+    if ((issuing >= 1 && completion >= static_cast<int>(queueCount())) ||
+        std::chrono::steady_clock::now() >= limit)
+      break;
+  }
+  // This test's device (and any other device alive in the process) has them.
+  EXPECT_GE(issuing, 1);
+  EXPECT_GE(completion, static_cast<int>(queueCount()));
+}
+
 // Completed records are retired by the thread that issued them directly, once enough of them
 // wait (Completion::retireOnSubmit): that thread made their submissions, timepoints and semaphore
 // references, which then stay on its core. Records of the issuing thread are the completion
@@ -1100,6 +1132,45 @@ TEST_P(StreamBusyTest, ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread) {
   }
   EXPECT_EQ(idle.thread, std::this_thread::get_id())
       << "not issued inside submit once the queue's work completed (20 rounds)";
+}
+
+// A submission of graph command buffers only is issued inside submit also behind work that has
+// not completed (StreamQueue::light: its driver calls are a launch and an event record, the
+// hand-off would double the process's CPU), where a replayed one goes to the issuing thread (the
+// test above). While the GPU is held the queue is not idle, so a direct issue can only be this.
+TEST_P(StreamBusyTest, AGraphSubmissionBehindUnfinishedWorkIsIssuedInsideSubmit) {
+  if (!(props_.capabilities & baton::kCapabilityGraphCommandBuffers))
+    GTEST_SKIP() << "the driver has no graphs (kCapabilityGraphCommandBuffers)";
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
+  struct Reset {
+    ~Reset() { baton::stream::resetIssueMode(); }
+  } reset;
+  if (!holdGpu()) GTEST_SKIP() << skip_;
+  auto work = makeBuffer(*device_, 256, baton::MemoryKind::Device);
+  baton::CommandBufferCreateInfo graph;
+  graph.usage = baton::CommandBufferUsage::Graph;
+  auto cb = makeCommands(
+      *device_, [&](baton::CommandBuffer c) { EXPECT_OK(c.fillBuffer(*work, 0, 256, 7u)); }, graph);
+  auto done = makeSemaphore("done");
+  ASSERT_OK(submit(queue(0), {}, {}, {{*done, 1}}));  // behind the held GPU: the issuing thread's
+  const baton::stream::Stats before = baton::stream::stats();
+  // The issuing thread may still hold the queue (the submission above) for a moment: a submit
+  // that finds it so is handed on. Up to 20 rounds: one must be issued inside submit.
+  uint64_t value = 1;
+  for (int round = 0; round < 20 && baton::stream::stats().directIssued == before.directIssued;
+       ++round) {
+    if (round > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, ++value}}));
+  }
+  const baton::stream::Stats after = baton::stream::stats();
+  EXPECT_GE(after.directIssued - before.directIssued, 1u)
+      << "no graph submission was issued inside submit in " << value - 1 << " rounds";
+  EXPECT_GE(after.graphLaunches - before.graphLaunches, 1u);
+  uint64_t reached = 0;
+  ASSERT_OK(done->getValue(&reached));
+  EXPECT_EQ(reached, 0u) << "the GPU was not held: the queue may have been idle";
+  openGpu();
+  ASSERT_OK(done->wait(value, kLongNs)) << sink_.dump();
 }
 
 // A queue whose work completed without anyone observing it (its completion thread looks lazily,
