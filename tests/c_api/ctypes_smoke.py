@@ -5,8 +5,9 @@ Usage: ctypes_smoke.py PATH/TO/libbaton.so   (or BATON_LIBRARY=PATH ctypes_smoke
 
 Creates an instance (with a debug callback), the host backend's device and a queue, and a
 semaphore; submits a batch that waits for 1 and signals 2 before anything signals 1 (a host call
-in it records that it ran), signals 1 from the host, waits for 2, and checks the values; then
-checks that bad calls return the right result and message; checks the collectives' structs and
+in it records that it ran), signals 1 from the host, waits for 2, and checks the values; runs a
+graph command buffer (replayed on the host backend) whose infallible host call fails: a warning,
+and its signal reached; then checks that bad calls return the right result and message; checks the collectives' structs and
 names, and that the host device makes no communicator. Exits non-zero on any mismatch.
 """
 import ctypes as C
@@ -20,7 +21,9 @@ ERROR_NON_INCREASING_VALUE, ERROR_SEMAPHORE_FAILED = -4, -5
 ERROR_NOT_SUPPORTED, ERROR_OBJECT_IN_USE = -10, -12
 WAIT_FOREVER = 2**64 - 1
 BACKEND_KIND_HOST = 0
-MESSAGE_SEVERITY_ERROR = 2
+MESSAGE_SEVERITY_WARNING, MESSAGE_SEVERITY_ERROR = 1, 2
+COMMAND_BUFFER_USAGE_GRAPH = 1
+HOST_CALL_INFALLIBLE = 1 << 0
 
 # Handles are pointers to incomplete structs on 64-bit platforms: c_void_p.
 Handle = C.c_void_p
@@ -44,6 +47,10 @@ class PhysicalDeviceProperties(C.Structure):
                 ("uuid", C.c_uint8 * 16), ("arch", C.c_char * 64), ("compute_major", C.c_uint32),
                 ("compute_minor", C.c_uint32), ("total_memory", C.c_uint64),
                 ("max_queues", C.c_uint32), ("capabilities", C.c_uint64)]
+
+
+class CommandBufferCreateInfo(C.Structure):
+    _fields_ = [("usage", C.c_int32), ("debug_name", C.c_char_p)]
 
 
 class SemaphoreValue(C.Structure):
@@ -103,6 +110,11 @@ def load(path):
         "baton_device_destroy": (r, [Handle]),
         "baton_command_buffer_begin": (r, [Handle]),
         "baton_command_buffer_host_call": (r, [Handle, HostCallback, C.c_void_p]),
+        "baton_device_create_command_buffer_with_info": (r, [Handle,
+                                                             C.POINTER(CommandBufferCreateInfo),
+                                                             C.POINTER(Handle)]),
+        "baton_command_buffer_host_call_flags": (r, [Handle, HostCallback, C.c_void_p,
+                                                     C.c_uint32]),
         "baton_command_buffer_end": (r, [Handle]),
         "baton_command_buffer_destroy": (r, [Handle]),
         "baton_queue_submit": (r, [Handle, C.POINTER(SubmitInfo), C.c_size_t]),
@@ -140,12 +152,14 @@ def main():
               f"{b.baton_result_name(expected).decode()}: {b.baton_last_error_message().decode()}")
         return result
 
-    messages = []
+    messages, warnings = [], []
 
     @DebugCallback
     def on_message(severity, message, _user_data):
         if severity == MESSAGE_SEVERITY_ERROR:
             messages.append(message.decode())
+        elif severity == MESSAGE_SEVERITY_WARNING:
+            warnings.append(message.decode())
 
     info = InstanceCreateInfo(C.cast(on_message, C.c_void_p), None, 1 << BACKEND_KIND_HOST)
     instance = Handle()
@@ -205,8 +219,42 @@ def main():
     check(ran == [True], f"the host call ran {len(ran)} times, expected once")
     expect(SUCCESS, b.baton_queue_wait_idle(queue, WAIT_FOREVER), "queue_wait_idle")
 
+    # A graph command buffer (the host backend accepts the usage and replays it) with an
+    # infallible host call that fails: a warning at the debug callback, the signal still reached.
+    graph_info = CommandBufferCreateInfo(COMMAND_BUFFER_USAGE_GRAPH, b"ctypes graph")
+    graph = Handle()
+    expect(SUCCESS, b.baton_device_create_command_buffer_with_info(device, C.byref(graph_info),
+                                                                   C.byref(graph)),
+           "create_command_buffer_with_info")
+    failing = []
+
+    @HostCallback
+    def failing_call(_user_data):
+        failing.append(True)
+        return ERROR_NOT_SUPPORTED
+
+    expect(SUCCESS, b.baton_command_buffer_begin(graph), "begin (graph)")
+    expect(ERROR_INVALID_ARGUMENT,
+           b.baton_command_buffer_host_call_flags(graph, failing_call, None, 1 << 7),
+           "host_call_flags with an unknown flag")
+    expect(SUCCESS, b.baton_command_buffer_host_call_flags(graph, failing_call, None,
+                                                           HOST_CALL_INFALLIBLE),
+           "host_call_flags")
+    expect(SUCCESS, b.baton_command_buffer_end(graph), "end (graph)")
+    graph_list = (Handle * 1)(graph)
+    graph_signal = SemaphoreValue(semaphore, 3)
+    graph_submit = SubmitInfo(None, 0, graph_list, 1, C.pointer(graph_signal), 1)
+    expect(SUCCESS, b.baton_queue_submit(queue, C.byref(graph_submit), 1), "submit (graph)")
+    expect(SUCCESS, b.baton_semaphore_wait(semaphore, 3, WAIT_FOREVER),
+           "wait for an infallible host call's signal")
+    check(failing == [True], f"the infallible host call ran {len(failing)} times, expected once")
+    check(any("ErrorNotSupported" in w for w in warnings),
+          f"no warning names the infallible call's error: {warnings!r}")
+    expect(SUCCESS, b.baton_queue_wait_idle(queue, WAIT_FOREVER), "queue_wait_idle (graph)")
+    expect(SUCCESS, b.baton_command_buffer_destroy(graph), "command_buffer_destroy (graph)")
+
     # Bad calls: the result, and a message naming the problem (also at the debug callback).
-    expect(ERROR_NON_INCREASING_VALUE, b.baton_semaphore_signal(semaphore, 2), "signal 2 again")
+    expect(ERROR_NON_INCREASING_VALUE, b.baton_semaphore_signal(semaphore, 3), "signal 3 again")
     message = b.baton_last_error_message().decode()
     check("Semaphore::signal" in message and "not greater than" in message and "'smoke'" in message,
           f"message of the non-increasing signal: {message!r}")
@@ -220,7 +268,7 @@ def main():
     check(b.baton_result_name(ERROR_SEMAPHORE_FAILED) == b"ErrorSemaphoreFailed", "result name")
 
     expect(SUCCESS, b.baton_semaphore_fail(semaphore, b"smoke test failure"), "fail")
-    expect(ERROR_SEMAPHORE_FAILED, b.baton_semaphore_wait(semaphore, 3, WAIT_FOREVER),
+    expect(ERROR_SEMAPHORE_FAILED, b.baton_semaphore_wait(semaphore, 4, WAIT_FOREVER),
            "wait on a failed semaphore")
     check("smoke test failure" in b.baton_last_error_message().decode(),
           "the failure reason is not in the message")
