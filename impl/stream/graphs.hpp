@@ -165,6 +165,10 @@ class GraphBuilder {
                GraphCache& cache)
       : d_(device.driver), device_(device), list_(list), program_(program), cache_(cache) {}
 
+  // Whether a capture may have left the capture stream capturing (its end failed twice): the
+  // device replaces that stream before the next capture.
+  bool captureBroken() const { return captureBroken_; }
+
   // `captureStream`: a stream of the device that nothing else uses meanwhile, for the capture of
   // native callbacks (null when the list has none).
   Status build(void* captureStream) {
@@ -299,6 +303,17 @@ class GraphBuilder {
       (void)d_.setCurrent(device_.config.context);
     void* graph = nullptr;
     Status st = d_.streamEndCapture(capture_, &graph);
+    if (!st.ok()) {
+      // A failed end may leave the stream capturing, and every later capture on it would fail:
+      // one more end (its graph, if any, dropped) ends it; when that fails too, the device
+      // replaces the stream (captureBroken).
+      void* again = nullptr;
+      if (d_.streamEndCapture(capture_, &again).ok()) {
+        if (again) (void)d_.graphDestroy(again);
+      } else {
+        captureBroken_ = true;
+      }
+    }
     if (isError(r)) {
       if (graph) (void)d_.graphDestroy(graph);
       return core::error(Result::ErrorHostCallFailed,
@@ -341,6 +356,7 @@ class GraphBuilder {
   GraphProgram& program_;
   GraphCache& cache_;
   void* capture_ = nullptr;
+  bool captureBroken_ = false;
 };
 
 }  // namespace

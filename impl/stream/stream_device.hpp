@@ -154,8 +154,13 @@ class StreamDevice final : public core::DeviceImpl {
         BATON_TRY(d.streamCreate(&captureStream_).context("creating the capture stream"));
     }
     const uint64_t traceBegin = core::trace::on() ? core::nowNs() : 0;
-    BATON_TRY(
-        GraphBuilder(*shared_, list, *program, *cache).build(natives ? captureStream_ : nullptr));
+    GraphBuilder builder(*shared_, list, *program, *cache);
+    Status built = builder.build(natives ? captureStream_ : nullptr);
+    if (builder.captureBroken()) {  // a stream that may still capture: a new one next time
+      (void)d.streamDestroy(captureStream_);
+      captureStream_ = nullptr;
+    }
+    BATON_TRY(std::move(built));
     if (traceBegin)
       core::trace::span(core::trace::kGraphBuild, 0, traceBegin, list.commands.size());
     list.program = std::move(program);

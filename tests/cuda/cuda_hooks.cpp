@@ -88,6 +88,7 @@ const StreamHooks kCudaHooks = {
       return baton::cuda::symbols().cuStreamSynchronize(static_cast<CUstream>(stream));
     },
     "cuGraphLaunch",
+    "cuStreamEndCapture",
 };
 const RegisterStreamHooks kRegistration(kCudaHooks);
 

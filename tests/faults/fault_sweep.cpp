@@ -261,6 +261,11 @@ class WorkloadRun {
     baton::UniqueCommandBuffer work, host[kHostSites];
     HostWrite hostWrite[kHostSites];
     NativeCall native;
+    // A graph command buffer (recordGraph), where the driver has graphs.
+    baton::UniqueCommandBuffer graph;
+    HostWrite graphHost;
+    NativeCall graphNative;
+    bool graphs = false, graphReady = false;
   };
 
   // Queue i of device d; device 1 falls back to device 0's queues when there is one device.
@@ -315,6 +320,45 @@ class WorkloadRun {
         call("fillBuffer", cb->fillBuffer(*dev.deviceBuffer, region + 64, 64, 2));
       call("end", cb->end());
     }
+    PhysicalDevice physical;
+    PhysicalDeviceProperties props;
+    dev.graphs = call("getPhysicalDevice", dev.device->getPhysicalDevice(&physical)) &&
+                 call("getProperties", physical.getProperties(&props)) &&
+                 (props.capabilities & kCapabilityGraphCommandBuffers);
+    dev.graphReady = recordGraph(dev, 0);
+  }
+
+  // The graph command buffer (issue 34): built into driver graphs at end() (graph, node,
+  // instantiate and capture calls), launched by its submissions; recorded again each frame (an
+  // update in place when its graph is idle, else a new instantiation). A fill and an update, a
+  // captured native callback, a host call that may fail with work after it (a second graph, after
+  // a host round trip), and a copy to pinned memory, in their own region of the buffers' second
+  // half. False when it was not recorded (a fault, or no graphs).
+  bool recordGraph(Dev& dev, uint32_t pattern) {
+    using namespace baton;
+    if (!dev.graphs) return false;
+    if (!dev.graph) {
+      CommandBufferCreateInfo info;
+      info.usage = CommandBufferUsage::Graph;
+      info.debugName = "graph";
+      if (!call("createCommandBuffer(Graph)",
+                dev.device->createCommandBuffer(info, dev.graph.put())))
+        return false;
+    }
+    if (!call("begin(graph)", dev.graph->begin())) return false;
+    static const uint32_t kWords[4] = {5, 6, 7, 8};
+    const uint64_t region = kBufferSize + 1024;
+    if (dev.deviceBuffer) {
+      call("fillBuffer(graph)", dev.graph->fillBuffer(*dev.deviceBuffer, region, 256, 9 + pattern));
+      call("updateBuffer(graph)",
+           dev.graph->updateBuffer(*dev.deviceBuffer, region, sizeof kWords, kWords));
+    }
+    call("native(graph)", dev.graph->native(&NativeCall::run, &dev.graphNative, kNativeCapturable));
+    call("hostCall(graph)", dev.graph->hostCall(&HostWrite::run, &dev.graphHost));
+    if (dev.deviceBuffer && dev.pinnedBuffer)
+      call("copyBuffer(graph)",
+           dev.graph->copyBuffer(*dev.deviceBuffer, region, *dev.pinnedBuffer, region, 256));
+    return call("end(graph)", dev.graph->end());
   }
 
   std::vector<baton::CommandBuffer> commands(std::initializer_list<baton::CommandBuffer> list) {
@@ -376,6 +420,12 @@ class WorkloadRun {
     submit("submit(a3: fan-in -> host call)", queue(0, 3), {{s(0), v}, {s(2), v}, {s(5), v}},
            commands({*a.host[1]}), {{s(6), v}});
     submit("submit(b1: s6)", queue(1, 1), {{s(6), v}}, commands({*b.host[2]}), {{s(7), v}});
+    // The graph command buffer, recorded again from the second frame on (its last submission may
+    // still run: it keeps its recording), after the work on the same queue. A recording that
+    // failed (a fault, checked where it failed) is left out: the submission only signals.
+    if (v > 1 && a.graphs) a.graphReady = recordGraph(a, static_cast<uint32_t>(v));
+    submit("submit(a0: graph)", queue(0, 0), {},
+           commands({a.graphReady ? *a.graph : baton::CommandBuffer()}), {{s(8), v}});
     call("signal(gate)", gate_->signal(v));
 
     // Host waits: ANY with a timeout, then every value (ALL, bounded), then each one.
@@ -494,6 +544,7 @@ class WorkloadRun {
     }
     for (Dev& dev : devs_) {
       destroy("CommandBuffer::destroy", dev.work.release());
+      destroy("CommandBuffer::destroy", dev.graph.release());
       for (auto& cb : dev.host) destroy("CommandBuffer::destroy", cb.release());
       destroy("Buffer::destroy", dev.deviceBuffer.release());
       destroy("Buffer::destroy", dev.pinnedBuffer.release());
@@ -518,7 +569,7 @@ class WorkloadRun {
   MessageSink sink_;
   baton::UniqueInstance instance_;
   Dev devs_[2];
-  baton::UniqueSemaphore sems_[8];
+  baton::UniqueSemaphore sems_[9];
   baton::UniqueSemaphore gate_;
   struct ByHandle {
     bool operator()(baton::Semaphore x, baton::Semaphore y) const { return x.raw() < y.raw(); }

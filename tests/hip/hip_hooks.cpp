@@ -81,6 +81,7 @@ const StreamHooks kHipHooks = {
       return baton::hip::symbols().hipStreamSynchronize(static_cast<hipStream_t>(stream));
     },
     "hipGraphLaunch",
+    "hipStreamEndCapture",
 };
 const RegisterStreamHooks kRegistration(kHipHooks);
 

@@ -379,6 +379,40 @@ TEST_P(GraphCommandBufferTest, ACaptureThatFailsFailsEnd) {
   EXPECT_OK(done->wait(1, kLongNs)) << lastError();
 }
 
+// A capture whose end fails (an injected error) fails end() with the driver's words, and leaves
+// the device's capture stream usable: the next recording captures again (found by the fault
+// sweep: a failed end left the stream capturing, and every later capture of the device failed).
+TEST_P(GraphCommandBufferTest, AFailedEndOfACaptureLeavesCapturesWorking) {
+  auto work = deviceBuffer();
+  auto out = pinned();
+  Captured copy;
+  copy.hooks = &hooks();
+  copy.dst = address(*out);
+  copy.src = address(*work);
+  copy.size = 64;
+  baton::UniqueCommandBuffer cb;
+  ASSERT_OK(device_->createCommandBuffer(graphInfo(), cb.put()));
+  hooks().clearFaults();
+  ASSERT_TRUE(hooks().injectFault(hooks().endCaptureApi, Fault::InvalidValue));
+  ASSERT_OK(cb->begin());
+  ASSERT_OK(cb->native(&Captured::run, &copy, baton::kNativeCapturable));
+  EXPECT_EQ(cb->end(), Result::ErrorDriver);
+  EXPECT_EQ(hooks().faultsFired(), 1u);
+  hooks().clearFaults();
+  EXPECT_TRUE(containsText(lastError(), hooks().endCaptureApi)) << lastError();
+  EXPECT_TRUE(containsText(lastError(), hooks().invalidValueName)) << lastError();
+  for (int round = 1; round <= 2; ++round) {
+    ASSERT_OK(cb->begin());
+    ASSERT_OK(cb->fillBuffer(*work, 0, 64, 0x42u + round));
+    ASSERT_OK(cb->native(&Captured::run, &copy, baton::kNativeCapturable));
+    ASSERT_OK(cb->end()) << "round " << round << ": " << lastError();
+    auto done = makeSemaphore("done");
+    ASSERT_OK(submit(queue(0), {}, {*cb}, {{*done, 1}}));
+    ASSERT_OK(done->wait(1, kLongNs)) << lastError();
+    EXPECT_EQ(map<uint32_t>(*out)[0], 0x42u + round);
+  }
+}
+
 // A driver error at launch fails that submission's signals with the driver's words; the queue and
 // the graph go on.
 TEST_P(GraphCommandBufferTest, ALaunchErrorFailsTheSignals) {

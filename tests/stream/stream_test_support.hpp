@@ -80,6 +80,7 @@ struct StreamHooks {
   // the graph launch entry point's name.
   int (*synchronize)(void* stream);
   const char* graphLaunchApi;  // cuGraphLaunch / hipGraphLaunch
+  const char* endCaptureApi;   // cuStreamEndCapture / hipStreamEndCapture
 };
 
 // The hooks linked into this executable, registered by static objects in the hooks files
