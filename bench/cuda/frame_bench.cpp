@@ -37,7 +37,12 @@
 // Also in each run: baton with every submission issued by the device's issuing thread
 // (baton-it) and with direct issue whenever nothing holds a submission back (baton-di), and the
 // raw frame with its driver calls made by a second thread that this one hands each pass to
-// (raw-2t): the frame-time floor of a design that issues on a thread of its own.
+// (raw-2t): the frame-time floor of a design that issues on a thread of its own. Issue 34's graph
+// sides: baton-graph (each pass of each slot recorded once as a graph command buffer), bgraph-inf
+// (the same, the host call kHostCallInfallible), bgraph-it (bgraph-inf with every submission made
+// by the issuing thread) and raw-graph (the raw frame as CUDA/HIP graphs), each printed against
+// raw streams and raw graphs with the issue's targets. CPU by thread tells baton's threads from
+// driver threads that inherited their names ("drv:baton-issue", stream::threadIds).
 //
 // Options: --backend cuda|hip, --frames N (default 1000 / BATON_BENCH_SCALE), --runs N (3),
 // --raw-blocking-sync (the raw frame-end events sleep in cuEventSynchronize; also when
