@@ -774,6 +774,13 @@ class Completion {
     size_t n = inflight_.size();
     uint64_t submissions = 0, ops = 0;
     for (const Record& r : inflight_) ops += r.ops;
+    // An issuer that began before the loss was declared may still be enqueueing on this stream
+    // (it holds issueMutex; from now on Issuer::start and resume see the loss and enqueue
+    // nothing): wait for it, so that the drain below covers what it enqueued. (Without this, a
+    // submitting thread's graph launch made during the drain, with its host node's entries,
+    // was suspended, and its host calls freed below while the driver still had to run them:
+    // ASan, the fault sweep.)
+    { std::lock_guard<core::Mutex> barrier(q_->issueMutex); }
     // Loss can be declared while this stream still runs (a fault seen on another queue or
     // injected by a test): let it drain before the records release the memory it may use. On a
     // faulted context this returns the sticky error at once.

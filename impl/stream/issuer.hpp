@@ -99,6 +99,10 @@ class Issuer {
       finish(std::move(rec), hostCallFailure(failed));  // the rest does not run
       return;
     }
+    if (q_.coreDevice->lost()) {  // the rest is not enqueued on a lost device (failAll)
+      finish(std::move(rec), q_.coreDevice->lostStatus());
+      return;
+    }
     if (Status st = useContext(); !st.ok()) {
       finish(std::move(rec), st);  // the rest does not run; what ran is tracked by the record
       return;

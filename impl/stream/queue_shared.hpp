@@ -188,6 +188,9 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   void flushOutbox(bool urgent = false) {
     if (outbox.empty()) return;
     const size_t n = outbox.size();
+    // Counted before the hand-off: once handed over they may finish and be counted finished, and
+    // a thread that saw them complete (waitIdle) must see them pushed too (stats()).
+    Counters::add(kRecordsPushed, n);
     size_t waiting;
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
@@ -202,13 +205,13 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       inboxPending.store(true, std::memory_order_seq_cst);
     }
     outboxFilled.store(false, std::memory_order_relaxed);
-    Counters::add(kRecordsPushed, n);
     wakeCompletion(urgent, waiting);
   }
 
   // One record straight to the completion thread (direct issue); issueMutex held.
   void handOver(Record&& record) {
     const bool urgent = record.urgent;
+    Counters::add(kRecordsPushed, 1);  // before the hand-off, as in flushOutbox
     size_t waiting;
     {
       std::lock_guard<core::Mutex> lock(inboxMutex);
@@ -217,7 +220,6 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       inboxRecords.store(static_cast<uint32_t>(waiting), std::memory_order_relaxed);
       inboxPending.store(true, std::memory_order_seq_cst);
     }
-    Counters::add(kRecordsPushed, 1);
     wakeCompletion(urgent, waiting);
   }
 

@@ -1043,9 +1043,18 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
 // (50 µs) spins, then sleeps behind work that takes longer; kHostWaitSpinForever spins (yielding)
 // for the whole wait, sees the GPU finish itself, and still times out at its deadline.
 TEST_P(StreamBusyTest, HostWaitSpinIsTheDevicesSetting) {
+  const uint64_t issued = baton::stream::stats().recordsIssued;
   if (!holdGpu()) GTEST_SKIP() << skip_;
   auto s = makeSemaphore("spin");
   ASSERT_OK(submit(queue(0), {}, {}, {{*s, 1}}));
+  // The waits below time out after 5 ms: they must find the signal's event recorded, not wait for
+  // the issuing thread to record it (on a loaded machine, under ASan, once longer than that).
+  // Records pushed: the gate kernel's submission, if any, and this one.
+  const uint64_t want = issued + (gate_ ? 2 : 1);
+  const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (baton::stream::stats().recordsIssued < want && std::chrono::steady_clock::now() < limit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GE(baton::stream::stats().recordsIssued, want) << "the submission was not issued";
   using Stats = baton::stream::Stats;
   auto spinsAndSleeps = [](const Stats& before) {
     const Stats now = baton::stream::stats();
