@@ -181,6 +181,15 @@ Result CommandBuffer::updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
   });
 }
 
+// hostCall and native: a callback is required, and flags outside `known` are refused.
+static Status checkCallback(const void* callback, const char* what, uint32_t flags,
+                            uint32_t known) {
+  BATON_NULL_CHECK(callback, what);
+  if (flags & ~known)
+    return error(Result::ErrorInvalidArgument, "unknown %s flags 0x%x", what, flags & ~known);
+  return Status();
+}
+
 Result CommandBuffer::hostCall(HostCallback callback, void* userData) const noexcept {
   return hostCall(callback, userData, 0);
 }
@@ -189,10 +198,8 @@ Result CommandBuffer::hostCall(HostCallback callback, void* userData,
                                uint32_t flags) const noexcept {
   return entry("CommandBuffer::hostCall", [&](const core::Instance*& owner) -> Status {
     return record(handle_, owner, [&](core::CommandBuffer&, CommandList& list) -> Status {
-      BATON_NULL_CHECK(reinterpret_cast<const void*>(callback), "host callback");
-      if (flags & ~kHostCallInfallible)
-        return error(Result::ErrorInvalidArgument, "unknown host call flags 0x%x",
-                     flags & ~kHostCallInfallible);
+      BATON_TRY(checkCallback(reinterpret_cast<const void*>(callback), "host callback", flags,
+                              kHostCallInfallible));
       Command c{Command::Kind::HostCall};
       c.hostCallback = callback;
       c.flags = flags;
@@ -211,10 +218,8 @@ Result CommandBuffer::native(NativeCallback callback, void* userData,
                              uint32_t flags) const noexcept {
   return entry("CommandBuffer::native", [&](const core::Instance*& owner) -> Status {
     return record(handle_, owner, [&](core::CommandBuffer& cb, CommandList& list) -> Status {
-      BATON_NULL_CHECK(reinterpret_cast<const void*>(callback), "native callback");
-      if (flags & ~kNativeCapturable)
-        return error(Result::ErrorInvalidArgument, "unknown native callback flags 0x%x",
-                     flags & ~kNativeCapturable);
+      BATON_TRY(checkCallback(reinterpret_cast<const void*>(callback), "native callback", flags,
+                              kNativeCapturable));
       if (cb.usage == CommandBufferUsage::Graph && !(flags & kNativeCapturable))
         return error(Result::ErrorInvalidArgument,
                      "%s is a graph command buffer: a native callback must be recorded with "

@@ -176,18 +176,17 @@ void setIssueTiming(bool on) noexcept;
 // submission that nothing holds back is issued by the submitting thread never (IssuingThread:
 // always by the device's issuing thread), when its queue's earlier submissions are all known to
 // have completed or it submits graph command buffers only (WhenIdle, the default), or always
-// (Direct). Takes effect for submissions made
-// after the call. Thread safe.
+// (Direct). Takes effect for submissions made after the call. Thread safe.
 enum class IssueMode { IssuingThread, WhenIdle, Direct };
-
-// The kernel thread ids (gettid) of the stream backends' own threads that run now: the devices'
-// issuing threads and the queues' completion threads. For benchmarks that attribute CPU time by
-// thread: a thread that a driver starts from one of them inherits its name. Thread safe.
-std::vector<int> threadIds();
 void setIssueMode(IssueMode mode) noexcept;
 // Back to what the environment says (the defaults).
 void resetIssueMode() noexcept;
 // The mode in effect.
 IssueMode issueMode() noexcept;
+
+// The kernel thread ids (gettid) of the stream backends' own threads that run now: the devices'
+// issuing threads and the queues' completion threads. For benchmarks that attribute CPU time by
+// thread: a thread that a driver starts from one of them inherits its name. Thread safe.
+std::vector<int> threadIds();
 
 }  // namespace baton::stream

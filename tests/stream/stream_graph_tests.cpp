@@ -256,6 +256,8 @@ TEST_P(GraphCommandBufferTest, ReRecordingUpdatesInPlaceAndPendingSubmissionsKee
 }
 
 struct Captured {
+  Captured(const StreamHooks& h, uint64_t dstAddress, uint64_t srcAddress, uint64_t bytes)
+      : hooks(&h), dst(dstAddress), src(srcAddress), size(bytes) {}
   const StreamHooks* hooks = nullptr;
   uint64_t dst = 0, src = 0, size = 0;
   std::atomic<int> calls{0};
@@ -278,11 +280,7 @@ TEST_P(GraphCommandBufferTest, ACapturableCallbackIsCapturedOnceAndReplayed) {
   auto work = deviceBuffer();
   auto out = pinned();
   uint32_t* words = map<uint32_t>(*out);
-  Captured copy;
-  copy.hooks = &hooks();
-  copy.dst = address(*out);
-  copy.src = address(*work);
-  copy.size = kBytes;
+  Captured copy(hooks(), address(*out), address(*work), kBytes);
   auto cb = makeGraph([&](CommandBuffer c) {
     EXPECT_OK(c.fillBuffer(*work, 0, kBytes, 0x5A5A5A5Au));
     EXPECT_OK(c.native(&Captured::run, &copy, baton::kNativeCapturable));
@@ -346,11 +344,7 @@ TEST_P(GraphCommandBufferTest, UncapturableCallbacksAreRefused) {
 TEST_P(GraphCommandBufferTest, ACaptureThatFailsFailsEnd) {
   auto work = deviceBuffer();
   auto out = pinned();
-  Captured bad;
-  bad.hooks = &hooks();
-  bad.dst = address(*out);
-  bad.src = address(*work);
-  bad.size = 64;
+  Captured bad(hooks(), address(*out), address(*work), 64);
   bad.synchronize = true;
   baton::UniqueCommandBuffer cb;
   ASSERT_OK(device_->createCommandBuffer(graphInfo(), cb.put()));
@@ -385,11 +379,7 @@ TEST_P(GraphCommandBufferTest, ACaptureThatFailsFailsEnd) {
 TEST_P(GraphCommandBufferTest, AFailedEndOfACaptureLeavesCapturesWorking) {
   auto work = deviceBuffer();
   auto out = pinned();
-  Captured copy;
-  copy.hooks = &hooks();
-  copy.dst = address(*out);
-  copy.src = address(*work);
-  copy.size = 64;
+  Captured copy(hooks(), address(*out), address(*work), 64);
   baton::UniqueCommandBuffer cb;
   ASSERT_OK(device_->createCommandBuffer(graphInfo(), cb.put()));
   hooks().clearFaults();
