@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <thread>
 #include <unordered_map>
 
@@ -388,6 +389,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     if (!comm_) return Status();
     ncclComm_t comm = comm_;
     ContextScope scope(driver, context, ContextScope::kRelease, "destroying a communicator");
+    dropCaptured("destroyed");
     Status st = endCalls();
     Status s = end(comm);
     if (st.ok()) st = s;
@@ -405,6 +407,10 @@ class StreamCommunicator final : public core::CommunicatorImpl {
       for (void* e : freeEvents_) (void)driver.eventDestroy(e);
       freeEvents_.clear();
     }
+    // Not under a call that never returned: it may still capture on it.
+    if (captureStream_ && inCall_.load(std::memory_order_acquire) == 0)
+      (void)driver.streamDestroy(captureStream_);
+    captureStream_ = nullptr;
     last = std::move(keepDevice_);
     return st;
   }
@@ -507,6 +513,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     if (!orphan) return;
     ContextScope scope(driver, context, ContextScope::kRelease,
                        "aborting a communicator whose call returned after its destroy");
+    dropCaptured("destroyed");
     (void)BATON_NCCL(lib, ncclCommAbort, orphan);
   }
   // An enqueue never finished (enqueueCollectives): no revoke, destroy() aborts.
@@ -530,6 +537,38 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   void giveEvent(void* event) {
     std::lock_guard<std::mutex> lock(watchMutex_);
     freeEvents_.push_back(event);
+  }
+
+  // The stream its collective groups are captured on, made at the first capture; `call` held.
+  Status captureStream(void** out) {
+    if (!captureStream_)
+      BATON_TRY(
+          driver.streamCreate(&captureStream_).context("creating the capture stream of " + label));
+    *out = captureStream_;
+    return Status();
+  }
+  // A capture's end failed twice: the stream may still capture, and is replaced; `call` held.
+  void captureStreamBroken() {
+    (void)driver.streamDestroy(captureStream_);
+    captureStream_ = nullptr;
+  }
+  // Keeps an executable graph that captured this communicator's collectives, to drop it before
+  // the library communicator ends (CapturedExec). Forgets the dropped ones.
+  void hold(Ref<CapturedExec> exec) {
+    std::lock_guard<std::mutex> lock(capturedMutex_);
+    captured_.erase(std::remove_if(captured_.begin(), captured_.end(),
+                                   [](const Ref<CapturedExec>& e) { return e->dropped(); }),
+                    captured_.end());
+    captured_.push_back(std::move(exec));
+  }
+  // Drops every executable graph holding this communicator's collectives (`why`: what ended it).
+  void dropCaptured(const std::string& why) {
+    std::vector<Ref<CapturedExec>> all;
+    {
+      std::lock_guard<std::mutex> lock(capturedMutex_);
+      all.swap(captured_);
+    }
+    for (const Ref<CapturedExec>& e : all) e->drop(label + " " + why);
   }
 
   // Hands a ticket to the watch.
@@ -698,6 +737,11 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   }
 
   void endStuck() {
+    {
+      std::string reason;
+      failed(&reason);
+      dropCaptured("failed (" + reason + ")");
+    }
     if (blocking_) {
       // The calls' own communicator: aborted at once, with any library (the non-blocking one,
       // which ran no collective, stays for shrink and split). Not while a call on it has not
@@ -745,6 +789,9 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   std::deque<Ref<Ticket>> tickets_;  // in stream order (watchMutex_)
   std::vector<void*> freeEvents_;    // watchMutex_
   bool watched_ = false;             // in the watch's list (watchMutex_)
+  void* captureStream_ = nullptr;    // call
+  std::mutex capturedMutex_;
+  std::vector<Ref<CapturedExec>> captured_;  // capturedMutex_
 };
 
 void Watch::add(Ref<StreamCommunicator> comm) {
@@ -790,10 +837,48 @@ struct GroupJob {
   // returns keeps them, and nothing ends their library communicators under it.
   std::vector<Ref<StreamCommunicator>> comms;
   uint64_t traceId = 0;  // the submission's (trace.hpp): the call is a slice of the caller's track
-  Status status;         // the context could not be made current
+  Status status;         // the context could not be made current, or the capture failed
   GroupCall result;
   std::atomic<bool> done{false};
+  // A capture (launchCollectiveGraph): `stream` captures the group; the graph is handed over
+  // through `graph` (kAbandonedGraph once the issuing thread gave up: then whichever side comes
+  // second destroys it), and `captureBroken` says the stream may still capture.
+  bool capture = false;
+  bool captureBroken = false;
+  std::atomic<void*> graph{nullptr};
 };
+
+// GroupJob::graph once the issuing thread stopped waiting.
+void* const kAbandonedGraph = reinterpret_cast<void*>(uintptr_t{1});
+
+// Captures a group of calls on `stream` (ncclGroupStart ... ncclGroupEnd between the begin and the
+// end of a capture, on this thread); `settle` runs before the end (non-blocking communicators
+// finish enqueueing on the library's thread). *graph receives the captured graph (the caller's),
+// null on a failure; *broken is set when the stream may still capture (its end failed twice).
+Status captureGroup(const DriverTable& d, const CollectiveLibrary& lib,
+                    const std::vector<CallArgs>& calls, cudaStream_t stream,
+                    const std::function<void()>& settle, GroupCall* g, void** graph, bool* broken) {
+  *graph = nullptr;
+  BATON_TRY(d.streamBeginCapture(stream).context("starting the capture of collectives"));
+  *g = callGroup(lib, calls, stream);
+  if (settle) settle();
+  void* made = nullptr;
+  Status st = d.streamEndCapture(stream, &made);
+  if (!st.ok()) {
+    // As GraphBuilder::captureNative: one more end ends a capture left open; when that fails
+    // too, the stream is replaced.
+    void* again = nullptr;
+    if (d.streamEndCapture(stream, &again).ok()) {
+      if (again) (void)d.graphDestroy(again);
+    } else {
+      *broken = true;
+    }
+    return st.context("capturing collectives (NCCL under stream capture)");
+  }
+  if (!made) return error(Result::ErrorDriver, "capturing collectives gave no graph");
+  *graph = made;
+  return Status();
+}
 
 // The thread of a device that makes its blocking collective calls. A blocking call returns
 // once its work is enqueued (µs), but can wait in the library for a peer (connection set-up at a
@@ -891,7 +976,17 @@ class Caller : public std::enable_shared_from_this<Caller> {
         ContextScope scope(*job->driver, job->context);
         if (scope.ok()) {
           core::trace::callBegin(core::trace::kLibraryCall, job->traceId);
-          job->result = callGroup(*job->lib, job->calls, job->stream);
+          if (job->capture) {
+            void* graph = nullptr;
+            job->status = captureGroup(*job->driver, *job->lib, job->calls, job->stream, nullptr,
+                                       &job->result, &graph, &job->captureBroken);
+            // Handed over, unless the issuing thread gave up: then it is dropped here, before
+            // the communicators can end (a graph holding their collectives would hold that up).
+            if (graph && job->graph.exchange(graph) == kAbandonedGraph)
+              (void)job->driver->graphDestroy(graph);
+          } else {
+            job->result = callGroup(*job->lib, job->calls, job->stream);
+          }
           core::trace::callEnd(core::trace::kLibraryCall, job->traceId);
         } else
           job->status = scope.status();
@@ -1043,120 +1138,184 @@ Status createCommunicators(const std::vector<CollectiveDevice>& devices,
   return Status();
 }
 
-Status enqueueCollectives(const core::Command* commands, size_t count, const DriverTable& d,
-                          void* stream, CollectiveClaim& claim, const std::string& queueLabel,
-                          uint64_t traceId) {
-  // The group's communicators, each once, locked in address order (two queues may issue groups
-  // over the same pair).
-  std::vector<StreamCommunicator*> comms;
-  for (size_t i = 0; i < count; ++i) {
-    auto* c = static_cast<StreamCommunicator*>(commands[i].communicator->impl.get());
-    if (std::find(comms.begin(), comms.end(), c) == comms.end()) comms.push_back(c);
-  }
-  std::sort(comms.begin(), comms.end());
-  std::vector<std::unique_lock<std::mutex>> locks;
-  for (StreamCommunicator* c : comms) locks.emplace_back(c->call);
-  const CollectiveLibrary& lib = comms[0]->lib;
-  const bool blocking = comms[0]->blockingCalls();
-  uint64_t deadline = UINT64_MAX;
-  for (StreamCommunicator* c : comms) {
-    std::string reason;
-    if (c->failed(&reason))
-      return error(Result::ErrorInvalidState, "%s failed: %s", c->label.c_str(), reason.c_str());
-    BATON_TRY(c->live());
-    if (c->blockingCalls() != blocking || !c->callComm())
-      return error(Result::ErrorInvalidState, "%s cannot take collective calls now",
-                   c->label.c_str());
-    deadline = std::min(deadline, c->deadline());
-  }
-  // The calls, as plain values.
-  std::vector<CallArgs> calls(count);
-  for (size_t i = 0; i < count; ++i) {
-    const core::Command& c = commands[i];
-    CallArgs& a = calls[i];
-    a.op = c.collective;
-    a.src = c.src ? reinterpret_cast<const void*>(c.src->allocation.deviceAddress + c.srcOffset)
-                  : nullptr;
-    a.dst =
-        c.dst ? reinterpret_cast<void*>(c.dst->allocation.deviceAddress + c.dstOffset) : nullptr;
-    a.count = c.size;
-    a.type = ncclType(c.elementType);
-    a.reduce = ncclOp(c.reduceOp);
-    a.peer = static_cast<int>(c.peer);
-    a.ranks = static_cast<int>(c.communicator->rankCount);
-    a.elementSize = elementSize(c.elementType);
-    a.comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
-  }
-  // Events around the group, per communicator: the watch times each one's stretch.
-  std::vector<Ref<Ticket>> tickets;
-  auto giveBack = [&] {
-    for (size_t i = 0; i < tickets.size(); ++i) {
-      if (tickets[i]->start) comms[i]->giveEvent(tickets[i]->start);
-      if (tickets[i]->end) comms[i]->giveEvent(tickets[i]->end);
+namespace {
+
+std::string noProgress(const char* what, uint64_t timeoutNs) {
+  return format(
+      "no progress for %llu ms: the library did not %s a collective (a peer never "
+      "connected: a rank died, stalled, or did not submit its part)",
+      static_cast<unsigned long long>(ms(timeoutNs)), what);
+}
+
+// What enqueueCollectives and launchCollectiveGraph share: the communicators of the collective
+// commands among commands[0, count), each once, locked in address order (two queues may issue
+// groups over the same pair) and checked; the calls of a group as plain values; the tickets of
+// what is enqueued; and the communicators found broken, failed (their earlier submissions too)
+// once the locks are let go.
+class Session {
+ public:
+  Session(const core::Command* commands, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      if (commands[i].kind != core::Command::Kind::Collective) continue;
+      auto* c = static_cast<StreamCommunicator*>(commands[i].communicator->impl.get());
+      if (std::find(comms_.begin(), comms_.end(), c) == comms_.end()) comms_.push_back(c);
     }
-  };
-  for (StreamCommunicator* c : comms) {
-    Ref<Ticket> t = core::makeRef<Ticket>();
-    t->claim = Ref<CollectiveClaim>(&claim);
-    tickets.push_back(t);
-    Status st = c->takeEvent(&t->start);
-    if (st.ok()) st = c->takeEvent(&t->end);
-    if (st.ok()) st = d.eventRecord(t->start, stream);
-    if (!st.ok()) {
-      giveBack();
-      return st;
-    }
+    std::sort(comms_.begin(), comms_.end());
+    for (StreamCommunicator* c : comms_) locks_.emplace_back(c->call);
   }
-  auto* s = static_cast<cudaStream_t>(stream);
-  GroupCall g;
-  Status st;
-  // Communicators whose calls did not come back, or that report an error: unusable, failed
-  // (their earlier submissions too) once the locks are let go.
-  std::vector<std::pair<StreamCommunicator*, std::string>> broken;
-  if (blocking) {
-    // On the device's caller thread, waited for up to the timeout (Caller).
-    auto job = std::make_shared<GroupJob>();
-    job->lib = &lib;
-    job->driver = &d;
-    job->context = comms[0]->context;
-    job->stream = s;
-    job->traceId = traceId;
-    job->calls = std::move(calls);
-    for (StreamCommunicator* c : comms) job->comms.push_back(Ref<StreamCommunicator>(c));
-    if (!Caller::forContext(comms[0]->context)->run(job, deadline)) {
-      // A blocking call that does not return waits for a peer's part (NCCL sets up a
-      // communicator's connections at its first collectives, with every peer): the peer died,
-      // stalled or never submitted it. Nothing reached the stream; the call stays in the library
-      // (see Caller), and nothing may end the communicator under it.
-      for (StreamCommunicator* c : comms) {
-        c->markEnqueueStuck();
-        broken.emplace_back(
-            c, format("no progress for %llu ms: the library did not return from enqueueing a "
-                      "collective (a peer never connected: a rank died, stalled, or did not "
-                      "submit its part)",
-                      static_cast<unsigned long long>(ms(c->timeoutNs))));
+
+  Status check() {
+    blocking_ = comms_[0]->blockingCalls();
+    for (StreamCommunicator* c : comms_) {
+      std::string reason;
+      if (c->failed(&reason))
+        return error(Result::ErrorInvalidState, "%s failed: %s", c->label.c_str(), reason.c_str());
+      BATON_TRY(c->live());
+      if (c->blockingCalls() != blocking_ || !c->callComm())
+        return error(Result::ErrorInvalidState, "%s cannot take collective calls now",
+                     c->label.c_str());
+      deadline_ = std::min(deadline_, c->deadline());
+    }
+    return Status();
+  }
+
+  const CollectiveLibrary& lib() const { return comms_[0]->lib; }
+  const std::vector<StreamCommunicator*>& comms() const { return comms_; }
+
+  // Takes two events per communicator and records each one's first on `stream`.
+  Status begin(const DriverTable& d, void* stream, CollectiveClaim& claim) {
+    for (StreamCommunicator* c : comms_) {
+      Ref<Ticket> t = core::makeRef<Ticket>();
+      t->claim = Ref<CollectiveClaim>(&claim);
+      tickets_.push_back(t);
+      Status st = c->takeEvent(&t->start);
+      if (st.ok()) st = c->takeEvent(&t->end);
+      if (st.ok()) st = d.eventRecord(t->start, stream);
+      if (!st.ok()) {
+        for (size_t i = 0; i < tickets_.size(); ++i) {
+          if (tickets_[i]->start) comms_[i]->giveEvent(tickets_[i]->start);
+          if (tickets_[i]->end) comms_[i]->giveEvent(tickets_[i]->end);
+        }
+        tickets_.clear();
+        return st;
       }
-      st = error(Result::ErrorSemaphoreFailed, "%s: %s", comms[0]->label.c_str(),
-                 broken[0].second.c_str());
-    } else {
-      st = job->status;
-      g = job->result;
     }
-  } else {
-    g = callGroup(lib, calls, s);
+    return Status();
   }
-  if (st.ok() && g.start != ncclSuccess) st = ncclStatus(lib, g.start, "ncclGroupStart");
-  if (st.ok() && g.first != ncclSuccess) {
-    const core::Command& c = commands[g.firstAt];
-    ncclComm_t comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
-    st = ncclStatus(lib, g.first, g.firstApi, comm)
-             .context(format("%s on %s", core::collectiveOpName(c.collective), queueLabel.c_str()));
-  }
-  if (st.ok() && g.end != ncclSuccess && g.end != ncclInProgress)
-    st = ncclStatus(lib, g.end, "ncclGroupEnd");
-  if (traceId && broken.empty())
+
+  // commands[0, count) (one group) as the library's calls.
+  static std::vector<CallArgs> calls(const core::Command* commands, size_t count) {
+    std::vector<CallArgs> calls(count);
     for (size_t i = 0; i < count; ++i) {
       const core::Command& c = commands[i];
+      CallArgs& a = calls[i];
+      a.op = c.collective;
+      a.src = c.src ? reinterpret_cast<const void*>(c.src->allocation.deviceAddress + c.srcOffset)
+                    : nullptr;
+      a.dst =
+          c.dst ? reinterpret_cast<void*>(c.dst->allocation.deviceAddress + c.dstOffset) : nullptr;
+      a.count = c.size;
+      a.type = ncclType(c.elementType);
+      a.reduce = ncclOp(c.reduceOp);
+      a.peer = static_cast<int>(c.peer);
+      a.ranks = static_cast<int>(c.communicator->rankCount);
+      a.elementSize = elementSize(c.elementType);
+      a.comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
+    }
+    return calls;
+  }
+
+  // Makes the calls of commands[0, count) as one library group on `stream`: on the device's
+  // caller thread (blocking calls, waited for up to the deadline: Caller), or here. With
+  // `capture`, between the begin and end of a capture of `stream`; *graph receives it.
+  Status call(const core::Command* commands, size_t count, const DriverTable& d, void* stream,
+              const std::string& queueLabel, uint64_t traceId, bool capture = false,
+              void** graph = nullptr) {
+    auto* s = static_cast<cudaStream_t>(stream);
+    const CollectiveLibrary& lib = this->lib();
+    GroupCall g;
+    Status st;
+    bool broken = false;
+    if (blocking_) {
+      auto job = std::make_shared<GroupJob>();
+      job->lib = &lib;
+      job->driver = &d;
+      job->context = comms_[0]->context;
+      job->stream = s;
+      job->traceId = traceId;
+      job->calls = calls(commands, count);
+      job->capture = capture;
+      for (StreamCommunicator* c : comms_) job->comms.push_back(Ref<StreamCommunicator>(c));
+      if (!Caller::forContext(comms_[0]->context)->run(job, deadline_)) {
+        if (capture) {
+          void* late = job->graph.exchange(kAbandonedGraph);
+          if (late) (void)d.graphDestroy(late);
+        }
+        // A blocking call that does not return waits for a peer's part (NCCL sets up a
+        // communicator's connections at its first collectives, with every peer): the peer died,
+        // stalled or never submitted it. Nothing reached the stream; the call stays in the
+        // library (see Caller), and nothing may end the communicator under it.
+        for (StreamCommunicator* c : comms_) {
+          c->markEnqueueStuck();
+          broken_.emplace_back(c, noProgress("return from enqueueing", c->timeoutNs));
+        }
+        return error(Result::ErrorSemaphoreFailed, "%s: %s", comms_[0]->label.c_str(),
+                     broken_[0].second.c_str());
+      }
+      st = job->status;
+      g = job->result;
+      broken = job->captureBroken;
+      if (capture) *graph = job->graph.exchange(nullptr);
+    } else if (capture) {
+      st = captureGroup(
+          d, lib, calls(commands, count), s, [&] { settleAll(); }, &g, graph, &broken);
+    } else {
+      g = callGroup(lib, calls(commands, count), s);
+    }
+    if (broken) comms_[0]->captureStreamBroken();
+    if (st.ok() && g.start != ncclSuccess) st = ncclStatus(lib, g.start, "ncclGroupStart");
+    if (st.ok() && g.first != ncclSuccess) {
+      const core::Command& c = commands[g.firstAt];
+      ncclComm_t comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
+      st = ncclStatus(lib, g.first, g.firstApi, comm)
+               .context(
+                   format("%s on %s", core::collectiveOpName(c.collective), queueLabel.c_str()));
+    }
+    if (st.ok() && g.end != ncclSuccess && g.end != ncclInProgress)
+      st = ncclStatus(lib, g.end, "ncclGroupEnd");
+    settleAll();
+    if (st.ok() && !broken_.empty())
+      st = error(Result::ErrorSemaphoreFailed, "%s: %s", broken_[0].first->label.c_str(),
+                 broken_[0].second.c_str());
+    if (!st.ok() && graph && *graph) {
+      (void)d.graphDestroy(*graph);
+      *graph = nullptr;
+    }
+    return st;
+  }
+
+  // Each communicator must leave ncclInProgress (non-blocking calls; a blocking communicator
+  // answers at once) before the next call on it and before anything is recorded behind its work
+  // on the stream. One that does not, or reports an error, is unusable.
+  void settleAll() {
+    if (!broken_.empty()) return;
+    for (StreamCommunicator* c : comms_) {
+      ncclResult_t state = settle(lib(), c->callComm(), c->deadline());
+      if (state == ncclSuccess) continue;
+      // In progress past the timeout: as a call that never returns, for the library's thread.
+      if (state == ncclInProgress) c->markEnqueueStuck();
+      broken_.emplace_back(c, state == ncclInProgress
+                                  ? noProgress("finish enqueueing", c->timeoutNs)
+                                  : ncclResultText(lib(), state));
+    }
+  }
+
+  // The timeline trace's record of commands[0, count)'s collectives, for the submission `traceId`.
+  static void trace(const core::Command* commands, size_t count, uint64_t traceId) {
+    if (!traceId) return;
+    for (size_t i = 0; i < count; ++i) {
+      const core::Command& c = commands[i];
+      if (c.kind != core::Command::Kind::Collective) continue;
       const uint64_t esize = elementSize(c.elementType);
       const uint64_t sent = c.collective == core::CollectiveOp::Recv ? 0
                             : c.collective == core::CollectiveOp::AllToAll
@@ -1167,43 +1326,102 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
           format("%s: %s %s x %zu", c.communicator->label.c_str(),
                  core::collectiveOpName(c.collective), elementTypeName(c.elementType), c.size));
     }
-  // Each communicator must leave ncclInProgress (non-blocking calls; a blocking communicator
-  // answers at once) before the next call on it and before anything is recorded behind its work
-  // on the stream. One that does not, or reports an error, is unusable.
-  if (broken.empty())
-    for (StreamCommunicator* c : comms) {
-      ncclResult_t state = settle(lib, c->callComm(), c->deadline());
-      if (state == ncclSuccess) continue;
-      // In progress past the timeout: as above, for the library's own thread (non-blocking).
-      if (state == ncclInProgress) c->markEnqueueStuck();
-      broken.emplace_back(
-          c, state == ncclInProgress
-                 ? format("no progress for %llu ms: the library did not finish enqueueing a "
-                          "collective (a peer never connected: a rank died, stalled, or did not "
-                          "submit its part)",
-                          static_cast<unsigned long long>(ms(c->timeoutNs)))
-                 : ncclResultText(lib, state));
-      if (st.ok())
-        st = error(Result::ErrorSemaphoreFailed, "%s: %s", c->label.c_str(),
-                   broken.back().second.c_str());
-    }
-  for (size_t i = 0; i < comms.size(); ++i) {
-    Status rs = d.eventRecord(tickets[i]->end, stream);
-    if (!rs.ok() && st.ok()) st = rs;
   }
-  if (!st.ok()) {
-    // What was enqueued may still run: its events are released (the driver frees an event whose
-    // record is pending once it completed), not reused.
-    for (const Ref<Ticket>& t : tickets) {
-      (void)d.eventDestroy(t->start);
-      (void)d.eventDestroy(t->end);
+
+  // After what was enqueued between begin() and here (`st`: how that went): records each
+  // communicator's second event and hands the tickets to the watch; on a failure instead releases
+  // the events (what was enqueued may still run: the driver frees an event whose record is pending
+  // once it completed) and, with the locks let go, fails the broken communicators.
+  Status finish(const DriverTable& d, void* stream, Status st) {
+    if (st.ok())
+      for (size_t i = 0; i < tickets_.size(); ++i) {
+        Status rs = d.eventRecord(tickets_[i]->end, stream);
+        if (!rs.ok() && st.ok()) st = rs;
+      }
+    if (!st.ok()) {
+      for (const Ref<Ticket>& t : tickets_) {
+        (void)d.eventDestroy(t->start);
+        (void)d.eventDestroy(t->end);
+      }
+      locks_.clear();
+      for (auto& [c, what] : broken_) c->fail(what);
+      return st;
     }
-    locks.clear();
-    for (auto& [c, what] : broken) c->fail(what);
-    return st;
+    for (size_t i = 0; i < comms_.size(); ++i) comms_[i]->addTicket(std::move(tickets_[i]));
+    return Status();
   }
-  for (size_t i = 0; i < comms.size(); ++i) comms[i]->addTicket(std::move(tickets[i]));
-  return Status();
+
+ private:
+  std::vector<StreamCommunicator*> comms_;
+  std::vector<std::unique_lock<std::mutex>> locks_;
+  std::vector<Ref<Ticket>> tickets_;
+  std::vector<std::pair<StreamCommunicator*, std::string>> broken_;
+  uint64_t deadline_ = UINT64_MAX;
+  bool blocking_ = true;
+};
+
+}  // namespace
+
+void CapturedExec::drop(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (dropped_.load(std::memory_order_relaxed)) return;
+  dropped_.store(true, std::memory_order_release);
+  ended = why;
+  if (!exec) return;
+  ContextScope scope(driver_, context_, ContextScope::kRelease,
+                     "destroying an executable graph that holds collectives");
+  (void)driver_.graphExecDestroy(exec);
+  exec = nullptr;
+}
+
+Status enqueueCollectives(const core::Command* commands, size_t count, const DriverTable& d,
+                          void* stream, CollectiveClaim& claim, const std::string& queueLabel,
+                          uint64_t traceId) {
+  Session s(commands, count);
+  BATON_TRY(s.check());
+  // Events around the group, per communicator: the watch times each one's stretch.
+  BATON_TRY(s.begin(d, stream, claim));
+  Status st = s.call(commands, count, d, stream, queueLabel, traceId);
+  if (st.ok()) Session::trace(commands, count, traceId);
+  return s.finish(d, stream, std::move(st));
+}
+
+Status launchCollectiveGraph(const core::Command* commands, size_t count, CapturedExec& held,
+                             const DriverTable& d, void* stream, CollectiveClaim& claim,
+                             const std::string& queueLabel, uint64_t traceId,
+                             const std::function<Status(const CaptureGroup&, void**)>& build,
+                             const std::function<Status(void*)>& launch) {
+  Session s(commands, count);
+  BATON_TRY(s.check());
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(held.mutex);
+    if (held.dropped())
+      return error(Result::ErrorInvalidState,
+                   "a graph command buffer whose collectives were captured on a communicator "
+                   "that ended cannot run again (%s): record it again",
+                   held.ended.c_str());
+    if (!held.exec) {
+      // The first launch: the groups are captured now, on the issuing side, where a call that
+      // waits for its peers (NCCL connects at a communicator's first collectives) is bounded by
+      // the timeout and holds up neither the recording thread nor the other ranks' recordings.
+      CaptureGroup capture = [&](const core::Command* group, size_t n, void** graph) {
+        void* captureStream = nullptr;
+        BATON_TRY(s.comms()[0]->captureStream(&captureStream));
+        return s.call(group, n, d, captureStream, queueLabel, traceId, true, graph);
+      };
+      void* exec = nullptr;
+      st = build(capture, &exec);
+      if (st.ok()) {
+        held.exec = exec;
+        for (StreamCommunicator* c : s.comms()) c->hold(Ref<CapturedExec>(&held));
+      }
+    }
+    if (st.ok()) st = s.begin(d, stream, claim);
+    if (st.ok()) st = launch(held.exec);
+  }
+  if (st.ok()) Session::trace(commands, count, traceId);
+  return s.finish(d, stream, std::move(st));
 }
 
 DriverFaults* collectiveFaultsForTests() { return &collectiveFaults(); }

@@ -31,8 +31,10 @@
 // application shrinks (NCCL_SHRINK_ABORT) or destroys (abort) the communicator.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -138,6 +140,49 @@ class ClaimRef {
 core::Status enqueueCollectives(const core::Command* commands, size_t count, const DriverTable& d,
                                 void* stream, CollectiveClaim& claim, const std::string& queueLabel,
                                 uint64_t traceId);
+
+// The executable graph of a graph command buffer's segment that holds captured collectives
+// (graphs.hpp). NCCL ends a communicator (ncclCommDestroy, ncclCommAbort) only once every graph
+// holding its captured collectives is destroyed (2.26 and later; before, it freed what they use),
+// so each communicator it captured keeps it and releases it first: then the segment cannot be
+// launched again. Thread safe: `mutex` guards `exec` and `ended`.
+class CapturedExec : public core::Object {
+ public:
+  CapturedExec(const DriverTable& d, void* context) : driver_(d), context_(context) {}
+  ~CapturedExec() override { drop("its command buffer was recorded again or destroyed"); }
+  // Destroys the executable graph (the driver frees it once its launches completed); `why` says
+  // what ended it, for the error of a later launch. Idempotent.
+  void drop(const std::string& why);
+  // Dropped (a hint: exact under `mutex`).
+  bool dropped() const noexcept { return dropped_.load(std::memory_order_acquire); }
+
+  std::mutex mutex;
+  void* exec = nullptr;  // null before the first launch built it, and once released
+  std::string ended;     // why it was released; empty while it was not
+
+ private:
+  const DriverTable& driver_;
+  void* context_;
+  std::atomic<bool> dropped_{false};
+};
+
+// Captures a run of consecutive collective commands (one library group) into a graph.
+using CaptureGroup =
+    std::function<core::Status(const core::Command* group, size_t count, void** graph)>;
+
+// Issues a graph segment that contains collective commands, among commands[0, count): locks
+// their communicators (each once, in address order) and checks that none failed or ended; builds
+// the executable graph if `held` has none yet (`build`, which captures each group through the
+// CaptureGroup it is given: the library calls run on the device's caller thread, up to the
+// communicators' timeout, as enqueueCollectives's), and registers it with each communicator;
+// records each communicator's ticket events around `launch` (the watch times the whole launch).
+// Returns the library's or driver's error; ErrorInvalidState when a communicator failed or ended,
+// or `held` was released.
+core::Status launchCollectiveGraph(
+    const core::Command* commands, size_t count, CapturedExec& held, const DriverTable& d,
+    void* stream, CollectiveClaim& claim, const std::string& queueLabel, uint64_t traceId,
+    const std::function<core::Status(const CaptureGroup& capture, void** exec)>& build,
+    const std::function<core::Status(void* exec)>& launch);
 
 // Tests: make the engine behave as with a library without ncclCommRevoke (NCCL 2.28.3), or as
 // the loaded library does again. Thread safe.

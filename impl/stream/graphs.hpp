@@ -7,11 +7,21 @@
 // of nodes in recording order. A segment ends after a run of host calls that other work follows
 // when one of them may fail (that work must not run when a host call fails, which is known only
 // once the host calls ran: the issuer suspends the submission there, as it does for a replayed
-// one; kHostCallInfallible calls stay inside the segment), and before a
-// collective command (collectives are issued as library calls between segments, as in a replayed
-// list). Copies and fills become memcpy and memset nodes; updates memcpy nodes from page-locked
-// memory the program owns; host calls host nodes; capturable native callbacks child graphs,
-// captured once here.
+// one; kHostCallInfallible calls stay inside the segment). Copies and fills become memcpy and
+// memset nodes; updates memcpy nodes from page-locked memory the program owns; host calls host
+// nodes; capturable native callbacks child graphs, captured once here; each run of collective
+// commands (one library group) a child graph captured from the library (NCCL and RCCL support
+// stream capture).
+//
+// Segments with collectives: their library calls are captured at the segment's first launch, on
+// the issuing side (launchCollectiveGraph, collectives.hpp), not at end(): a communicator's first
+// collectives wait in the library for every peer (NCCL connects then), which must neither block
+// the recording thread nor deadlock a thread that records the ranks of one process one after the
+// other. end() captures their native callbacks (kept as children); the first launch builds and
+// instantiates the graph, and the communicators keep it (CapturedExec): NCCL ends a communicator
+// only once the graphs holding its collectives are gone, so a communicator that fails or is
+// destroyed drops them first, and the segment cannot run again. Never updated in place nor kept
+// for a later recording (each capture holds the library's resources for its own graph).
 //
 // Host nodes: a host node's user data is fixed when the graph is instantiated, but each launch
 // runs the host calls of its own submission (HostCalls: failure, counting, the queue to hand
@@ -41,6 +51,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "collectives.hpp"
 #include "device_shared.hpp"
 #include "host_calls.hpp"
 #include "objects.hpp"
@@ -79,6 +90,12 @@ struct GraphSegment {
   // suspends the submission there).
   bool suspends = false;
   std::mutex launchMutex;  // one launch at a time: the order of the host nodes' FIFOs
+  // With collectives: its executable graph (instead of `exec`), built at its first launch; the
+  // children captured at end() from its native callbacks, in order; where its update data starts
+  // in the program's staging memory.
+  Ref<CapturedExec> captured;
+  std::vector<void*> children;
+  uint64_t stagedAt = 0;
 };
 
 // The executable graphs of a command buffer's earlier recordings that no submission uses any
@@ -134,15 +151,19 @@ class GraphProgram : public core::Object {
   GraphProgram(std::shared_ptr<DeviceShared> device, Ref<GraphCache> cache)
       : device_(std::move(device)), cache_(std::move(cache)) {}
   ~GraphProgram() override {
-    for (auto& s : segments)
+    for (auto& s : segments) {
       if (s->exec) cache_->give(std::move(s->shape), s->exec);
-    if (stagingHost) {
-      ContextScope scope(device_->driver, device_->config.context, ContextScope::kRelease,
-                         "freeing a graph's update data");
-      (void)device_->driver.hostFree(stagingHost);
+      if (s->captured) s->captured->drop("its command buffer was recorded again or destroyed");
     }
+    ContextScope scope(device_->driver, device_->config.context, ContextScope::kRelease,
+                       "freeing a graph's children and update data");
+    for (auto& s : segments)
+      for (void* child : s->children) (void)device_->driver.graphDestroy(child);
+    if (stagingHost) (void)device_->driver.hostFree(stagingHost);
   }
-  // The segment that starts at command `index`, or null (a collective, or inside a segment).
+  DeviceShared& device() const { return *device_; }
+  GraphCache& cache() const { return *cache_; }
+  // The segment that starts at command `index`, or null (inside a segment).
   GraphSegment* segmentAt(size_t index) const {
     const uint32_t s = starts[index];
     return s ? segments[s - 1].get() : nullptr;
@@ -179,20 +200,12 @@ class GraphBuilder {
     uint64_t staged = 0;
     size_t i = 0;
     while (i < cmds.size()) {
-      if (cmds[i].kind == core::Command::Kind::Collective) {
-        ++i;
-        continue;
-      }
       auto seg = std::make_unique<GraphSegment>();
       seg->first = static_cast<uint32_t>(i);
-      void* graph = nullptr;
-      BATON_TRY(d_.graphCreate(&graph));
-      Status st;
-      void* dep = nullptr;
       bool fallibleRun = false;  // the run of host calls at hand has one that may fail
-      while (i < cmds.size() && cmds[i].kind != core::Command::Kind::Collective) {
-        st = addNode(cmds[i], i, graph, &dep, *seg, &staged);
-        if (!st.ok()) break;
+      bool collectives = false;
+      while (i < cmds.size()) {
+        collectives |= cmds[i].kind == core::Command::Kind::Collective;
         ++i;
         if (cmds[i - 1].kind == core::Command::Kind::HostCall) {
           fallibleRun |= !(cmds[i - 1].flags & kHostCallInfallible);
@@ -203,13 +216,22 @@ class GraphBuilder {
           }
         }
       }
+      seg->end = static_cast<uint32_t>(i);
       // Ending with such a run, it suspends whatever follows it in the submission: this list's
       // next commands or the next command list's.
       seg->suspends = fallibleRun;
-      if (st.ok()) st = instantiate(graph, *seg);
-      (void)d_.graphDestroy(graph);
-      if (!st.ok()) return st;
-      seg->end = static_cast<uint32_t>(i);
+      seg->stagedAt = staged;
+      if (collectives) {
+        BATON_TRY(keepChildren(*seg, &staged));
+        seg->captured = core::makeRef<CapturedExec>(d_, device_.config.context);
+      } else {
+        void* graph = nullptr;
+        BATON_TRY(d_.graphCreate(&graph));
+        Status st = addNodes(*seg, graph, &staged, nullptr);
+        if (st.ok()) st = instantiate(graph, *seg);
+        (void)d_.graphDestroy(graph);
+        BATON_TRY(std::move(st));
+      }
       program_.segments.push_back(std::move(seg));
       program_.starts[program_.segments.back()->first] =
           static_cast<uint32_t>(program_.segments.size());
@@ -217,7 +239,77 @@ class GraphBuilder {
     return Status();
   }
 
+  // A segment with collectives, at its first launch (launchCollectiveGraph): its graph, each
+  // collective group captured by `capture`, instantiated into *exec.
+  Status buildCaptured(GraphSegment& seg, const CaptureGroup& capture, void** exec) {
+    void* graph = nullptr;
+    BATON_TRY(d_.graphCreate(&graph));
+    uint64_t staged = seg.stagedAt;
+    seg.hostNodes.clear();  // an earlier attempt's
+    Status st = addNodes(seg, graph, &staged, &capture);
+    if (st.ok()) st = d_.graphInstantiate(exec, graph);
+    (void)d_.graphDestroy(graph);
+    if (!st.ok()) seg.hostNodes.clear();
+    BATON_TRY(std::move(st));
+    Counters::add(kGraphInstantiations, 1);
+    return Status();
+  }
+
  private:
+  // The nodes of the segment's commands, as a chain in `graph`; `capture` (null at end()) takes
+  // each run of collectives.
+  Status addNodes(GraphSegment& seg, void* graph, uint64_t* staged, const CaptureGroup* capture) {
+    const std::vector<core::Command>& cmds = list_.commands;
+    void* dep = nullptr;
+    size_t child = 0;  // seg.children's next
+    for (size_t i = seg.first; i < seg.end; ++i) {
+      if (cmds[i].kind == core::Command::Kind::Collective) {
+        size_t end = i + 1;
+        while (end < seg.end && cmds[end].kind == core::Command::Kind::Collective) ++end;
+        for (size_t k = i; k < end; ++k) BATON_TRY(backed(cmds[k], k));
+        void* group = nullptr;
+        BATON_TRY((*capture)(&cmds[i], end - i, &group));
+        void* node = nullptr;
+        Status st = d_.graphAddChild(graph, dep, group, &node);
+        (void)d_.graphDestroy(group);
+        BATON_TRY(std::move(st));
+        dep = node;
+        i = end - 1;
+        continue;
+      }
+      void* kept = nullptr;
+      if (cmds[i].kind == core::Command::Kind::Native && !seg.children.empty())
+        kept = seg.children[child++];
+      BATON_TRY(addNode(cmds[i], i, graph, &dep, seg, staged, kept));
+    }
+    return Status();
+  }
+
+  // A segment with collectives, at end(): its native callbacks captured (kept as children), its
+  // update data skipped over.
+  Status keepChildren(GraphSegment& seg, uint64_t* staged) {
+    const std::vector<core::Command>& cmds = list_.commands;
+    for (size_t i = seg.first; i < seg.end; ++i) {
+      if (cmds[i].kind == core::Command::Kind::Update)
+        *staged += (cmds[i].size + 15) & ~uint64_t{15};
+      if (cmds[i].kind != core::Command::Kind::Native) continue;
+      void* child = nullptr;
+      BATON_TRY(captureNative(cmds[i], i, &child));
+      seg.children.push_back(child);
+    }
+    return Status();
+  }
+
+  static Status backed(const core::Command& c, size_t index) {
+    if (c.buffersBacked()) return Status();
+    return core::error(Result::ErrorInvalidState,
+                       "command %zu uses a buffer whose queue-ordered allocation has not run "
+                       "(or was freed): a graph holds device addresses, so its buffers must "
+                       "have memory at end() (at its first submission for a segment with "
+                       "collectives)",
+                       index);
+  }
+
   // Copies the update commands' bytes into page-locked memory that the program owns.
   Status stage() {
     uint64_t total = 0;
@@ -235,14 +327,10 @@ class GraphBuilder {
     return Status();
   }
 
+  // `kept`: a Native command's child captured at end() (segments with collectives), or null.
   Status addNode(const core::Command& c, size_t index, void* graph, void** dep, GraphSegment& seg,
-                 uint64_t* staged) {
-    if (!c.buffersBacked())
-      return core::error(Result::ErrorInvalidState,
-                         "command %zu uses a buffer whose queue-ordered allocation has not run "
-                         "(or was freed): a graph holds device addresses, so its buffers must "
-                         "have memory at end()",
-                         index);
+                 uint64_t* staged, void* kept) {
+    BATON_TRY(backed(c, index));
     void* node = nullptr;
     void* context = device_.config.context;
     switch (c.kind) {
@@ -272,6 +360,10 @@ class GraphBuilder {
         break;
       }
       case core::Command::Kind::Native: {
+        if (kept) {
+          BATON_TRY(d_.graphAddChild(graph, *dep, kept, &node));
+          break;
+        }
         void* child = nullptr;
         BATON_TRY(captureNative(c, index, &child));
         Status st = d_.graphAddChild(graph, *dep, child, &node);
@@ -280,7 +372,7 @@ class GraphBuilder {
         seg.shape += 'n';
         break;
       }
-      case core::Command::Kind::Collective: break;  // never in a segment
+      case core::Command::Kind::Collective: break;  // addNodes captures them
     }
     *dep = node;
     return Status();
@@ -358,6 +450,13 @@ class GraphBuilder {
   void* capture_ = nullptr;
   bool captureBroken_ = false;
 };
+
+// GraphBuilder::buildCaptured for the issuer: `seg` of `program`, the program of `list`.
+Status buildCapturedSegment(GraphProgram& program, const core::CommandList& list, GraphSegment& seg,
+                            const CaptureGroup& capture, void** exec) {
+  GraphBuilder builder(program.device(), list, program, program.cache());
+  return builder.buildCaptured(seg, capture, exec);
+}
 
 }  // namespace
 }  // namespace baton::stream

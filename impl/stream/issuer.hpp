@@ -387,11 +387,10 @@ class Issuer {
     bool fallibleRun = false;
     while (const core::Command* next = current(rec)) {
       // A graph command list: launch the segment that starts here, if any (graphs.hpp).
-      if (const core::Object* program = rec.submission->commandLists[rec.nextList]->program.get())
+      if (core::Object* program = rec.submission->commandLists[rec.nextList]->program.get())
           [[unlikely]] {
-        if (GraphSegment* seg =
-                static_cast<const GraphProgram*>(program)->segmentAt(rec.nextCommand)) {
-          BATON_TRY(launchSegment(rec, *seg));
+        if (GraphSegment* seg = static_cast<GraphProgram*>(program)->segmentAt(rec.nextCommand)) {
+          BATON_TRY(launchSegment(rec, *static_cast<GraphProgram*>(program), *seg));
           // Work after the segment's host calls waits for their results, as below.
           if (seg->suspends && current(rec)) {
             *suspend = true;
@@ -492,15 +491,45 @@ class Issuer {
     return Status();
   }
 
-  // Launches a graph segment on the stream: its commands [first, end) of the current list. The
-  // launch's host-call entries go to the segment's host nodes first (launch order, graphs.hpp).
-  Status launchSegment(Record& rec, GraphSegment& seg) {
-    const std::vector<core::Command>& list = rec.submission->commandLists[rec.nextList]->commands;
+  // Launches a graph segment of `program` on the stream: its commands [first, end) of the current
+  // list. A segment with collectives goes through the collective engine (its communicators
+  // checked, its graph built at the first launch, the watch's tickets around the launch).
+  Status launchSegment(Record& rec, GraphProgram& program, GraphSegment& seg) {
+    const core::CommandList& cl = *rec.submission->commandLists[rec.nextList];
+    const std::vector<core::Command>& list = cl.commands;
     for (uint32_t i = seg.first; i < seg.end; ++i)
       if (!list[i].buffersBacked()) return unbacked();
     rec.nextCommand = seg.end;
     ++rec.ops;
-    const uint64_t traceBegin = rec.submission->traceId ? core::nowNs() : 0;
+    const uint64_t traceId = rec.submission->traceId;
+    const uint64_t traceBegin = traceId ? core::nowNs() : 0;
+    Status st;
+    if (seg.captured) [[unlikely]] {
+      if (!rec.collectives)
+        rec.collectives.reset(core::makeRef<CollectiveClaim>(rec.submission.get()));
+      st = driverCall([&] {
+        return launchCollectiveGraph(
+            &list[seg.first], seg.end - seg.first, *seg.captured, d_, q_.stream,
+            *rec.collectives.get(), q_.label, traceId,
+            [&](const CaptureGroup& capture, void** exec) {
+              return buildCapturedSegment(program, cl, seg, capture, exec);
+            },
+            [&](void* exec) { return launchExec(rec, seg, list, exec); });
+      });
+    } else {
+      st = driverCall([&] { return launchExec(rec, seg, list, seg.exec); });
+    }
+    BATON_TRY(std::move(st));
+    Counters::add(kGraphLaunches, 1);
+    if (traceBegin)
+      core::trace::span(core::trace::kGraphLaunch, traceId, traceBegin, seg.end - seg.first);
+    return Status();
+  }
+
+  // Launches `exec`, the executable graph of `seg`. The launch's host-call entries go to the
+  // segment's host nodes first (launch order, graphs.hpp).
+  Status launchExec(Record& rec, GraphSegment& seg, const std::vector<core::Command>& list,
+                    void* exec) {
     const size_t hosts = seg.hostNodes.size();
     std::lock_guard<std::mutex> lock(seg.launchMutex);
     for (size_t k = 0; k < hosts; ++k) {
@@ -511,7 +540,7 @@ class Issuer {
       std::lock_guard<std::mutex> nodeLock(node.mutex);
       node.pending.push_back(&rec.hostCalls->calls.back());
     }
-    Status st = driverCall([&] { return d_.graphLaunch(seg.exec, q_.stream); });
+    Status st = d_.graphLaunch(exec, q_.stream);
     if (!st.ok()) {  // nothing of it runs: take the entries back
       for (size_t k = 0; k < hosts; ++k) {
         HostNode& node = *seg.hostNodes[k];
@@ -519,13 +548,8 @@ class Issuer {
         node.pending.pop_back();
         rec.hostCalls->calls.pop_back();
       }
-      return st;
     }
-    Counters::add(kGraphLaunches, 1);
-    if (traceBegin)
-      core::trace::span(core::trace::kGraphLaunch, rec.submission->traceId, traceBegin,
-                        seg.end - seg.first);
-    return Status();
+    return st;
   }
 
   void fail(core::Submission& sub, Status st) {

@@ -290,10 +290,14 @@ struct Rank {
     return b;
   }
 
-  // Records with `record` into a new command buffer (null on an error, printed).
+  // Records with `record` into a new command buffer (null on an error, printed): a graph command
+  // buffer with BATON_TEST_COMMAND_BUFFERS=graph (its collectives captured at its submission).
   UniqueCommandBuffer record(const std::function<Result(CommandBuffer)>& recordFn) {
     UniqueCommandBuffer cb;
-    if (!check(device->createCommandBuffer(cb.put()), "createCommandBuffer")) return {};
+    CommandBufferCreateInfo info;
+    const char* mode = std::getenv("BATON_TEST_COMMAND_BUFFERS");
+    if (mode && std::string(mode) == "graph") info.usage = CommandBufferUsage::Graph;
+    if (!check(device->createCommandBuffer(info, cb.put()), "createCommandBuffer")) return {};
     if (!check(cb->begin(), "begin") || !check(recordFn(*cb), "record") || !check(cb->end(), "end"))
       return {};
     return cb;

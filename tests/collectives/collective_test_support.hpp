@@ -142,7 +142,7 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
                 std::vector<SemaphoreValue> waits, std::vector<SemaphoreValue> signals,
                 Queue queue = Queue()) {
     CommandBuffer cb;
-    Result r = ranks_[rank].device->createCommandBuffer(&cb);
+    Result r = ranks_[rank].device->createCommandBuffer(testCommandBufferInfo(), &cb);
     if (r != Result::Success) return r;
     commandBuffers_.emplace_back(cb);
     EXPECT_OK(cb.begin());

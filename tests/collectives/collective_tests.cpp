@@ -17,6 +17,7 @@
 
 #include "collective_test_support.hpp"
 #include "collectives.hpp"
+#include "stream_backend.hpp"
 #include "trace.hpp"
 
 namespace baton_test {
@@ -311,6 +312,121 @@ TEST_P(CollectiveOps, SplitByColor) {
   }
 }
 
+// ---- graph command buffers ---------------------------------------------------------------------
+
+// tests/cuda/fake/fake_cuda.hpp's BatonFakeNcclStats, from the emulated NCCL (null elsewhere).
+struct FakeNcclStats {
+  uint64_t communicatorsLive, collectivesExecuted, p2pExecuted, opsAborted, opsLive, persistentLive;
+};
+using FakeNcclStatsFn = void (*)(FakeNcclStats*);
+FakeNcclStatsFn fakeNcclStats(BackendKind kind) {
+  const char* path =
+      std::getenv(kind == BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
+  void* module = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return module ? reinterpret_cast<FakeNcclStatsFn>(dlsym(module, "batonFakeNcclStats")) : nullptr;
+}
+
+// A graph command buffer with a collective between other commands: one graph per rank, built at
+// the first submission (the collective captured from the library then), launched again by the
+// later ones with new inputs; recorded again with another operator; its communicator destroyed
+// while it still exists (NCCL ends a communicator only once the graphs holding its collectives
+// are gone: baton drops them first, and a later submission fails with the reason).
+TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmission) {
+  makeRanks(2);
+  const ElementType type = ElementType::Int32;
+  const uint64_t bytes = kN * 4;
+  std::vector<Buffer> src, dst, out;
+  std::vector<UniqueCommandBuffer> cbs(2);
+  CommandBufferCreateInfo graph;
+  graph.usage = CommandBufferUsage::Graph;
+  auto record = [&](size_t r, ReduceOp op) {
+    ASSERT_OK(cbs[r]->begin());
+    ASSERT_OK(cbs[r]->fillBuffer(dst[r], 0, bytes, 0));
+    ASSERT_OK(cbs[r]->allReduce(comm(r), src[r], 0, dst[r], 0, kN, type, op));
+    ASSERT_OK(cbs[r]->copyBuffer(dst[r], 0, out[r], 0, bytes));
+    ASSERT_OK(cbs[r]->end());
+  };
+  for (size_t r = 0; r < 2; ++r) {
+    src.push_back(deviceBuffer(r, bytes));
+    dst.push_back(deviceBuffer(r, bytes));
+    out.push_back(pinnedBuffer(r, bytes));
+    ASSERT_OK(ranks_[r].device->createCommandBuffer(graph, cbs[r].put()));
+  }
+  const baton::stream::Stats before = baton::stream::stats();
+  for (size_t r = 0; r < 2; ++r) record(r, ReduceOp::Sum);
+  EXPECT_EQ(baton::stream::stats().graphInstantiations, before.graphInstantiations)
+      << "a segment with collectives is built at its first submission, not at end()";
+  // Submits both ranks' command buffers; returns what rank r's `out` holds afterwards.
+  auto frame = [&](uint32_t scale) {
+    std::vector<Semaphore> done;
+    for (size_t r = 0; r < 2; ++r) {
+      std::vector<double> in(kN);
+      for (uint64_t i = 0; i < kN; ++i) in[i] = input(r, i) * scale;
+      // Replayed (not counted among the graphs): update, then the graph behind it.
+      const std::vector<uint8_t> data = encodeAll(type, in);
+      UniqueCommandBuffer up;
+      EXPECT_OK(ranks_[r].device->createCommandBuffer(up.put()));
+      EXPECT_OK(up->begin());
+      EXPECT_OK(up->updateBuffer(src[r], 0, bytes, data.data()));
+      EXPECT_OK(up->end());
+      SubmitInfo upInfo;
+      CommandBuffer upCb = *up;
+      upInfo.commandBuffers = Span<const CommandBuffer>(&upCb, 1);
+      EXPECT_OK(ranks_[r].comm.submit(upInfo));
+      done.push_back(semaphore());
+      SubmitInfo info;
+      CommandBuffer cb = *cbs[r];
+      info.commandBuffers = Span<const CommandBuffer>(&cb, 1);
+      SemaphoreValue signal{done[r], 1};
+      info.signals = Span<const SemaphoreValue>(&signal, 1);
+      EXPECT_OK(ranks_[r].comm.submit(info));
+    }
+    std::vector<Result> results;
+    for (size_t r = 0; r < 2; ++r) results.push_back(done[r].wait(1, kLongNs));
+    return results;
+  };
+  auto outputs = [&](size_t r) {
+    void* p = nullptr;
+    EXPECT_OK(out[r].map(&p));
+    std::vector<uint8_t> v(bytes);
+    if (p) std::memcpy(v.data(), p, bytes);
+    return v;
+  };
+  for (uint32_t scale : {1u, 2u, 5u}) {
+    for (Result res : frame(scale)) ASSERT_OK(res) << "frame x" << scale;
+    std::vector<double> want(kN);
+    for (uint64_t i = 0; i < kN; ++i) want[i] = (input(0, i) + input(1, i)) * scale;
+    for (size_t r = 0; r < 2; ++r)
+      expectValues(r, type, outputs(r), want, "graph allReduce x" + std::to_string(scale));
+  }
+  const baton::stream::Stats run = baton::stream::stats();
+  EXPECT_EQ(run.graphInstantiations - before.graphInstantiations, 2u) << "one per rank, once";
+  EXPECT_GE(run.graphLaunches - before.graphLaunches, 6u);
+  FakeNcclStatsFn fake = fakeNcclStats(GetParam());
+  FakeNcclStats fs{};
+  if (fake) {
+    fake(&fs);
+    EXPECT_EQ(fs.persistentLive, 2u) << "each rank's graph holds its capture";
+  }
+  // Recorded again: a new capture at the next submission.
+  for (size_t r = 0; r < 2; ++r) record(r, ReduceOp::Max);
+  for (Result res : frame(3)) ASSERT_OK(res);
+  std::vector<double> want(kN);
+  for (uint64_t i = 0; i < kN; ++i) want[i] = std::max(input(0, i), input(1, i)) * 3;
+  for (size_t r = 0; r < 2; ++r) expectValues(r, type, outputs(r), want, "graph allReduce max");
+  EXPECT_EQ(baton::stream::stats().graphInstantiations - run.graphInstantiations, 2u);
+  // The communicators go while the command buffers stay: no hang, the graphs dropped first.
+  const auto start = Clock::now();
+  for (Rank& r : ranks_) r.communicator.reset();
+  EXPECT_LT(secondsSince(start), 5.0);
+  if (fake) {
+    fake(&fs);
+    EXPECT_EQ(fs.persistentLive, 0u) << "the graphs holding the captures were destroyed";
+  }
+  for (Result res : frame(1)) EXPECT_EQ(res, Result::ErrorSemaphoreFailed);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "was destroyed")) << lastErrorMessage();
+}
+
 // ---- failure ------------------------------------------------------------------------------------
 
 TEST_P(CollectiveTest, ARankThatNeverArrivesFailsCreationAfterTheTimeout) {
@@ -512,14 +628,8 @@ TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
 // destroyed (a blocking communicator left to a call that had not returned is aborted when the
 // call returns: given a moment). On the emulated NCCL only: it counts the live communicators.
 TEST_P(CollectiveFailure, EveryLibraryCallFailsCleanly) {
-  const char* path =
-      std::getenv(GetParam() == BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
-  void* module = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  struct Stats {  // tests/cuda/fake/fake_cuda.hpp's BatonFakeNcclStats
-    uint64_t communicatorsLive, collectivesExecuted, p2pExecuted, opsAborted, opsLive;
-  };
-  using StatsFn = void (*)(Stats*);
-  auto stats = module ? reinterpret_cast<StatsFn>(dlsym(module, "batonFakeNcclStats")) : nullptr;
+  using Stats = FakeNcclStats;
+  FakeNcclStatsFn stats = fakeNcclStats(GetParam());
   if (!stats) GTEST_SKIP() << "needs the fake NCCL (batonFakeNcclStats) to count communicators";
   makeRanks(2, 300 * kMs);
   for (Rank& r : ranks_) r.communicator.reset();  // the runs make their own

@@ -141,6 +141,12 @@ if has collectives; then
   collective_run hip-over-cuda '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=hip
   # Non-blocking communicators only (BATON_NCCL_BLOCKING_CALLS=0), with 2.28.3.
   collective_run cuda-nonblocking '*/cuda' BATON_NCCL_BLOCKING_CALLS=0 "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
+  # The same four with graph command buffers (issue 34: the collectives captured from NCCL).
+  g=(BATON_TEST_COMMAND_BUFFERS=graph "${required[@]}")
+  collective_run graph-cuda-nccl-2.28.3 '*/cuda:CollectivesOnTheHost.*' "${g[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
+  [ -e "$TORCH_NCCL" ] && collective_run graph-cuda-nccl-2.28.9 '*/cuda' BATON_NCCL_LIBRARY="$TORCH_NCCL" "${g[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
+  collective_run graph-hip-over-cuda '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY="$TORCH_NCCL" "${g[@]}" BATON_TEST_REQUIRE_BACKENDS=hip
+  collective_run graph-cuda-nonblocking '*/cuda' BATON_NCCL_BLOCKING_CALLS=0 "${g[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
 fi
 # The multi-process runs (tests/collectives/multiprocess.py): one rank per process and GPU, the id
 # through a file; over NVLink/P2P and over sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, as
@@ -162,6 +168,11 @@ if has multiprocess; then
   mp_run kill-nvlink-2.28.3 ${KILL_LIMIT:-200} kill --ranks ${KILL_RANKS:-2} --trials ${KILL_TRIALS:-20} --timeout-ms 2000 --quiet
   mp_run kill-nvlink-2.28.9 ${KILL_LIMIT:-200} kill --ranks ${KILL_RANKS:-2} --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" --quiet
   mp_run kill-sockets ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --sockets --quiet
+  # Graph command buffers (BATON_TEST_COMMAND_BUFFERS=graph in the ranks): ops, and the kill trials.
+  if [ "${MP_GRAPH:-1}" = 1 ]; then
+    mp_run ops-graph 120 ops --ranks 2 --env BATON_TEST_COMMAND_BUFFERS=graph
+    mp_run kill-nvlink-graph ${KILL_LIMIT:-200} kill --ranks ${KILL_RANKS:-2} --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" --env BATON_TEST_COMMAND_BUFFERS=graph --quiet
+  fi
   # The same on non-blocking communicators only (the design before blocking calls).
   [ "${KILL_NONBLOCKING:-0}" = 1 ] && mp_run kill-nvlink-nonblocking ${KILL_LIMIT:-200} kill --ranks 2 --trials ${KILL_TRIALS_MORE:-20} --timeout-ms 2000 --env BATON_NCCL_BLOCKING_CALLS=0 --quiet
 fi

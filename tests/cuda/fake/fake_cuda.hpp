@@ -196,6 +196,14 @@
 //      Their rendezvous are keyed by the parent's group and its count of splits (shrinks). Blocking
 //      or not as the config says (NULL: the parent's): non-blocking returns ncclInProgress, and the
 //      new communicator — and the parent, until the rendezvous completes — reports it.
+//  N10. Capture (NCCL: "Using NCCL with CUDA Graphs"). A call or group on a stream that captures
+//      becomes one captured node per (communicator, stream), not run: each launch of a graph
+//      holding it runs the calls anew, numbered when the launch reaches them (collective k of a
+//      rank is then its k-th run, captured or not). The capture holds the communicator until
+//      every graph, executable graph and launch that has the node is gone (NCCL 2.26 and later:
+//      the graph's persistent plans); ncclCommDestroy and ncclCommAbort (after ending the ops,
+//      as below) wait for that, as NCCL does, for up to 10 s, then return ncclInvalidUsage
+//      instead of hanging, naming the graphs still alive.
 //  N9. Calls on different communicators may run concurrently on different threads, and
 //      ncclCommGetAsyncError from a watchdog thread alongside a call on the same communicator. No
 //      lock is held while an op or a call waits. A communicator the program never destroys stays
@@ -261,6 +269,7 @@ struct BatonFakeNcclStats {
   uint64_t p2pExecuted;          // sends and receives completed, each counted
   uint64_t opsAborted;           // stream ops ended by revoke, abort or NCCL_SHRINK_ABORT
   uint64_t opsLive;              // stream ops enqueued by NCCL calls and not yet finished
+  uint64_t persistentLive;       // captures held by graphs, executable graphs or launches (N10)
 };
 extern "C" void batonFakeNcclStats(BatonFakeNcclStats* out);
 
@@ -375,7 +384,7 @@ namespace fake_cuda::nccl {
 
 struct NcclCounters {
   std::atomic<uint64_t> communicatorsLive{0}, communicatorsMade{0}, collectivesExecuted{0},
-      p2pExecuted{0}, opsAborted{0}, opsLive{0};
+      p2pExecuted{0}, opsAborted{0}, opsLive{0}, persistentLive{0};
 };
 extern NcclCounters gNccl;
 
@@ -405,6 +414,7 @@ struct Rank {
   uint64_t collectives = 0, splits = 0, shrinks = 0;  // sequence numbers issued
   std::vector<uint64_t> sends, recvs;                 // per peer
   uint64_t opsEnqueued = 0, opsFinished = 0;
+  int persistentRefs = 0;  // captures of its calls still held by a graph or a launch (N10)
 };
 
 // Records the calling thread's last error (ncclGetLastError) and returns `result`.

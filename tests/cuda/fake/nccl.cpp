@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -283,10 +284,11 @@ __attribute__((destructor)) void atUnload() {
   };
   std::fprintf(stderr,
                "fake NCCL: %llu communicators made, %llu live; %llu collectives (per rank), %llu "
-               "sends and receives; %llu stream ops ended by revoke or abort, %llu not finished\n",
+               "sends and receives; %llu stream ops ended by revoke or abort, %llu not finished; "
+               "%llu captures held\n",
                get(gNccl.communicatorsMade), get(gNccl.communicatorsLive),
                get(gNccl.collectivesExecuted), get(gNccl.p2pExecuted), get(gNccl.opsAborted),
-               get(gNccl.opsLive));
+               get(gNccl.opsLive), get(gNccl.persistentLive));
 }
 
 }  // namespace
@@ -344,6 +346,18 @@ ncclResult_t ensureUsable(Rank& r, const char* api) {
 }  // namespace fake_cuda::nccl
 
 using namespace fake_cuda::nccl;
+
+// N10: NCCL's destroy and abort return once every graph holding captured calls of the
+// communicator is gone; here for up to 10 s, then an error instead of a hang.
+static ncclResult_t awaitGraphs(Rank& r, const char* api) {
+  std::unique_lock<std::mutex> lock(r.mutex);
+  if (r.idle.wait_for(lock, std::chrono::seconds(10), [&] { return r.persistentRefs == 0; }))
+    return ncclSuccess;
+  return fail(ncclInvalidUsage,
+              "%s: %d graph capture(s) of this communicator's calls still held by graphs or "
+              "executable graphs after 10 s (NCCL waits for them to be destroyed: a hang)",
+              api, r.persistentRefs);
+}
 
 extern "C" {
 
@@ -589,7 +603,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!r) return fail(ncclInvalidArgument, "ncclCommDestroy: invalid communicator");
   if (!r->ready.load(std::memory_order_acquire)) leaveInit(r.get());
   departed(*r);
-  return ncclSuccess;
+  return awaitGraphs(*r, "ncclCommDestroy");
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
@@ -599,7 +613,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   revoke(*r);
   if (!r->ready.load(std::memory_order_acquire)) leaveInit(r.get());
   departed(*r);
-  return ncclSuccess;
+  return awaitGraphs(*r, "ncclCommAbort");
 }
 
 // Ends this rank's ops of the communicator at once (quiescent at once: a non-blocking communicator
@@ -645,6 +659,7 @@ __attribute__((visibility("default"))) void batonFakeNcclStats(BatonFakeNcclStat
   out->p2pExecuted = get(gNccl.p2pExecuted);
   out->opsAborted = get(gNccl.opsAborted);
   out->opsLive = get(gNccl.opsLive);
+  out->persistentLive = get(gNccl.persistentLive);
 }
 
 }  // extern "C"

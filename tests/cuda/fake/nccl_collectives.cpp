@@ -296,8 +296,8 @@ void finish(Task& t) {
   gNccl.opsLive.fetch_sub(1, std::memory_order_relaxed);
 }
 
-// Numbers the tasks' calls, then enqueues one op per task.
-void launch(const std::vector<std::shared_ptr<Task>>& tasks) {
+// Gives the tasks' calls their sequence numbers (per communicator, per peer) and counts the ops.
+void number(const std::vector<std::shared_ptr<Task>>& tasks) {
   for (const auto& t : tasks) {
     Rank& r = *t->rank;
     std::lock_guard<std::mutex> lock(r.mutex);
@@ -313,8 +313,56 @@ void launch(const std::vector<std::shared_ptr<Task>>& tasks) {
     ++r.opsEnqueued;
     gNccl.opsLive.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+// A captured task's hold on its rank (N10; NCCL: a graph's persistent plan): one per capture,
+// shared by every copy of the captured op (the graph's, its executable graphs', each launch's).
+struct PersistentRef {
+  explicit PersistentRef(std::shared_ptr<Rank> r) : rank(std::move(r)) {
+    std::lock_guard<std::mutex> lock(rank->mutex);
+    ++rank->persistentRefs;
+    gNccl.persistentLive.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~PersistentRef() {
+    {
+      std::lock_guard<std::mutex> lock(rank->mutex);
+      --rank->persistentRefs;
+    }
+    gNccl.persistentLive.fetch_sub(1, std::memory_order_relaxed);
+    rank->idle.notify_all();
+  }
+  std::shared_ptr<Rank> rank;
+};
+
+// Runs a captured task once (a launch of a graph that holds it): a copy of its calls, numbered
+// now, through every phase.
+void replay(const Task& captured) {
+  auto t = std::make_shared<Task>();
+  t->rank = captured.rank;
+  t->stream = captured.stream;
+  t->items = captured.items;
+  number({t});
+  post(*t);
+  awaitIncoming(*t);
+  awaitSends(*t);
+  finish(*t);
+}
+
+// Numbers the tasks' calls, then enqueues one op per task. A task on a capturing stream becomes
+// a node of the capture instead (N10), numbered at each launch.
+void launch(const std::vector<std::shared_ptr<Task>>& tasks) {
+  std::vector<std::shared_ptr<Task>> now;
+  for (const auto& t : tasks) {
+    if (!fake_cuda::capturing(*t->stream)) {
+      now.push_back(t);
+      continue;
+    }
+    auto ref = std::make_shared<PersistentRef>(t->rank);
+    fake_cuda::enqueue(*t->stream, [t, ref] { replay(*t); });
+  }
+  number(now);
   if (fake_cuda::config().async) {
-    for (const auto& t : tasks)
+    for (const auto& t : now)
       fake_cuda::enqueue(*t->stream, [t] {
         post(*t);
         awaitIncoming(*t);
@@ -326,10 +374,10 @@ void launch(const std::vector<std::shared_ptr<Task>>& tasks) {
   // Sync mode runs each op inside enqueue, so one task's op would wait for a peer's not run yet:
   // the group's tasks go through each phase together here (the work before them on every stream
   // has run already), and their ops only finish them.
-  for (const auto& t : tasks) post(*t);
-  for (const auto& t : tasks) awaitIncoming(*t);
-  for (const auto& t : tasks) awaitSends(*t);
-  for (const auto& t : tasks) fake_cuda::enqueue(*t->stream, [t] { finish(*t); });
+  for (const auto& t : now) post(*t);
+  for (const auto& t : now) awaitIncoming(*t);
+  for (const auto& t : now) awaitSends(*t);
+  for (const auto& t : now) fake_cuda::enqueue(*t->stream, [t] { finish(*t); });
 }
 
 // ---- groups
