@@ -14,7 +14,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "backend.hpp"
 #include "event_pool.hpp"
@@ -49,8 +51,51 @@ struct DeviceShared {
     if (config.release) config.release();
   }
 
-  // Releases memory that no pending work uses any more.
+  // Releases memory that no pending work uses any more; while a capture is in progress on the
+  // device, once the last one ended (CaptureScope).
   void freeAllocation(const core::Allocation& a) {
+    std::lock_guard<std::mutex> lock(captureMutex_);
+    if (captures_ > 0) {
+      heldFrees_.push_back(a);
+      return;
+    }
+    freeNow(a);
+  }
+
+  // A stream capture on this device, from its begin to its end. HIP's hipFree and hipHostFree
+  // synchronize the device, and a device synchronization while a stream captures ends that
+  // capture invalidated (seen with NCCL captured through HIP names on the H200): frees wait for
+  // the last capture to end, and a capture begins once a free in progress returned.
+  class CaptureScope {
+   public:
+    explicit CaptureScope(DeviceShared& d) : d_(d) {
+      std::lock_guard<std::mutex> lock(d_.captureMutex_);
+      ++d_.captures_;
+    }
+    ~CaptureScope() {
+      std::lock_guard<std::mutex> lock(d_.captureMutex_);
+      if (--d_.captures_ > 0) return;
+      for (const core::Allocation& a : d_.heldFrees_) d_.freeNow(a);
+      d_.heldFrees_.clear();
+    }
+    CaptureScope(const CaptureScope&) = delete;
+    CaptureScope& operator=(const CaptureScope&) = delete;
+
+   private:
+    DeviceShared& d_;
+  };
+
+  DeviceConfig config;
+  const DriverTable& driver;
+  EventPool pool;
+  // Device::setHostWaitSpin: how long a host wait for one of this device's recorded signals
+  // spins on its event before it sleeps (StreamTimepoint::wait); baton::kHostWaitSpinForever
+  // spins for the whole wait. Read once per wait.
+  std::atomic<uint64_t> hostWaitSpinNs{kHostWaitSpinNs};
+
+ private:
+  // captureMutex_ held.
+  void freeNow(const core::Allocation& a) {
     ContextScope scope(driver, config.context, ContextScope::kRelease, "freeing memory");
     switch (tagOf(a)) {
       case MemoryTag::Device:
@@ -61,14 +106,9 @@ struct DeviceShared {
       case MemoryTag::HostPinned: (void)driver.hostFree(a.host); break;
     }
   }
-
-  DeviceConfig config;
-  const DriverTable& driver;
-  EventPool pool;
-  // Device::setHostWaitSpin: how long a host wait for one of this device's recorded signals
-  // spins on its event before it sleeps (StreamTimepoint::wait); baton::kHostWaitSpinForever
-  // spins for the whole wait. Read once per wait.
-  std::atomic<uint64_t> hostWaitSpinNs{kHostWaitSpinNs};
+  std::mutex captureMutex_;
+  int captures_ = 0;                         // captureMutex_
+  std::vector<core::Allocation> heldFrees_;  // captureMutex_
 };
 
 }  // namespace

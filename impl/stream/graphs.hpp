@@ -159,7 +159,12 @@ class GraphProgram : public core::Object {
                        "freeing a graph's children and update data");
     for (auto& s : segments)
       for (void* child : s->children) (void)device_->driver.graphDestroy(child);
-    if (stagingHost) (void)device_->driver.hostFree(stagingHost);
+    if (stagingHost) {
+      core::Allocation a;
+      a.host = stagingHost;
+      a.native = tagOf(MemoryTag::HostPinned);
+      device_->freeAllocation(a);
+    }
   }
   DeviceShared& device() const { return *device_; }
   GraphCache& cache() const { return *cache_; }
@@ -268,7 +273,10 @@ class GraphBuilder {
         while (end < seg.end && cmds[end].kind == core::Command::Kind::Collective) ++end;
         for (size_t k = i; k < end; ++k) BATON_TRY(backed(cmds[k], k));
         void* group = nullptr;
-        BATON_TRY((*capture)(&cmds[i], end - i, &group));
+        {
+          DeviceShared::CaptureScope capturing(device_);
+          BATON_TRY((*capture)(&cmds[i], end - i, &group));
+        }
         void* node = nullptr;
         Status st = d_.graphAddChild(graph, dep, group, &node);
         (void)d_.graphDestroy(group);
@@ -380,6 +388,7 @@ class GraphBuilder {
 
   // Runs a capturable native callback on the capture stream; *child receives what it enqueued.
   Status captureNative(const core::Command& c, size_t index, void** child) {
+    DeviceShared::CaptureScope capturing(device_);
     BATON_TRY(d_.streamBeginCapture(capture_).context(
         core::format("starting the capture of the native callback of command %zu", index)));
     NativeQueue nq;

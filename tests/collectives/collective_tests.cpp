@@ -427,6 +427,54 @@ TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmiss
   EXPECT_TRUE(containsText(lastErrorMessage(), "was destroyed")) << lastErrorMessage();
 }
 
+// HIP's hipFree synchronizes the device, and a device synchronization ends a capture in progress
+// (the emulated driver's cuCtxSynchronize does, as the H200's did): memory freed while a graph
+// command buffer's collective is being captured — its first collective waits in the library for
+// the peer's, as NCCL connects then — is freed once the capture ended, and the capture completes.
+TEST_P(CollectiveOps, MemoryFreedDuringACaptureIsFreedAfterIt) {
+  makeRanks(2);
+  CommandBufferCreateInfo graph;
+  graph.usage = CommandBufferUsage::Graph;
+  std::vector<Buffer> buf;
+  std::vector<UniqueCommandBuffer> cbs(2);
+  std::vector<Semaphore> done;
+  for (size_t r = 0; r < 2; ++r) {
+    buf.push_back(deviceBuffer(r, kN * 4));
+    upload(r, buf[r], encodeAll(ElementType::Int32, inputs(r, kN)));
+    ASSERT_OK(ranks_[r].device->createCommandBuffer(graph, cbs[r].put()));
+    ASSERT_OK(cbs[r]->begin());
+    ASSERT_OK(
+        cbs[r]->allReduce(comm(r), buf[r], 0, buf[r], 0, kN, ElementType::Int32, ReduceOp::Sum));
+    ASSERT_OK(cbs[r]->end());
+    done.push_back(semaphore());
+  }
+  UniqueBuffer spare;
+  BufferCreateInfo info;
+  info.size = 4096;
+  ASSERT_OK(ranks_[0].device->createBuffer(info, spare.put()));
+  auto submitRank = [&](size_t r) {
+    SubmitInfo s;
+    CommandBuffer cb = *cbs[r];
+    s.commandBuffers = Span<const CommandBuffer>(&cb, 1);
+    SemaphoreValue signal{done[r], 1};
+    s.signals = Span<const SemaphoreValue>(&signal, 1);
+    return ranks_[r].comm.submit(s);
+  };
+  ASSERT_OK(submitRank(0));
+  // Rank 0's capture is under way, waiting for rank 1 (blocking calls): a free on its device now,
+  // from another thread (a free that synchronizes waits for rank 0's collective, launched already
+  // with non-blocking calls, until rank 1's part is submitted).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread freeing([&] { spare.reset(); });
+  EXPECT_OK(submitRank(1));
+  freeing.join();
+  for (size_t r = 0; r < 2; ++r) ASSERT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
+  std::vector<double> want(kN);
+  for (uint64_t i = 0; i < kN; ++i) want[i] = input(0, i) + input(1, i);
+  for (size_t r = 0; r < 2; ++r)
+    expectValues(r, ElementType::Int32, download(r, buf[r], kN * 4), want, "allReduce");
+}
+
 // ---- failure ------------------------------------------------------------------------------------
 
 TEST_P(CollectiveTest, ARankThatNeverArrivesFailsCreationAfterTheTimeout) {

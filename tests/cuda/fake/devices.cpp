@@ -126,9 +126,10 @@ CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
 CUresult CUDAAPI cuCtxSynchronize() {
   FAKE_CUDA_ENTRY("cuCtxSynchronize");
   if (!tCurrent) return CUDA_ERROR_INVALID_CONTEXT;
-  if (fake_cuda::synchronizeContext(tCurrent))
+  bool capturing = false;
+  if (fake_cuda::synchronizeContext(tCurrent, &capturing))
     fake_cuda::gCounters.streamSyncBlocked.fetch_add(1, std::memory_order_relaxed);
-  return CUDA_SUCCESS;
+  return capturing ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
 }  // extern "C"

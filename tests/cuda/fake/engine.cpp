@@ -279,7 +279,7 @@ bool waitFor(Stream& s, uint64_t position, bool spin) {
   return true;
 }
 
-bool synchronizeContext(CUcontext context) {
+bool synchronizeContext(CUcontext context, bool* capturing) {
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
   {
     Registry& r = registry();
@@ -287,6 +287,13 @@ bool synchronizeContext(CUcontext context) {
     auto add = [&](const std::shared_ptr<Stream>& s) {
       if (!s || s->context != context) return;
       std::lock_guard<std::mutex> l(s->mutex);
+      if (s->capture) {  // nothing of it runs; cuCtxSynchronize ends it (behaviour G6)
+        if (capturing) {
+          s->captureInvalidated = true;
+          *capturing = true;
+        }
+        return;
+      }
       targets.emplace_back(s, s->enqueued);
     };
     for (auto& s : r.live) add(s);

@@ -108,7 +108,10 @@
 //  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 //      (the capture's global mode): cuStreamSynchronize and cuStreamQuery of the capturing stream,
 //      cuEventRecord and cuStreamWaitEvent on it (cross-stream capture is not modelled),
-//      cuMemAllocFromPoolAsync and cuMemFreeAsync on it; cuGraphLaunch on it likewise. Its
+//      cuMemAllocFromPoolAsync and cuMemFreeAsync on it; cuGraphLaunch on it likewise;
+//      cuCtxSynchronize of its context from any thread (as seen on the H200: a device
+//      synchronisation ends a capture in progress, whatever its mode; HIP's hipFree and
+//      hipHostFree, through the translation library, make one). Its
 //      cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph.
 //      cuStreamEndCapture of a stream not capturing: CUDA_ERROR_ILLEGAL_STATE.
 // What follows for tests: work of two streams on the same memory with no event between them runs
@@ -365,9 +368,10 @@ bool complete(const Mark& mark);
 // Blocks the calling thread until `stream` finished `position` ops; `spin` first spins up to
 // 20 µs. Returns whether it had to wait.
 bool waitFor(Stream& stream, uint64_t position, bool spin);
-// Waits for the work of every stream of `context` enqueued before the call. Returns whether it
-// had to wait.
-bool synchronizeContext(CUcontext context);
+// Waits for the work of every stream of `context` enqueued before the call (not a capturing
+// stream's, whose ops do not run). Returns whether it had to wait. With `capturing`
+// (cuCtxSynchronize), a capture in progress is invalidated, and *capturing set.
+bool synchronizeContext(CUcontext context, bool* capturing = nullptr);
 
 int64_t nowNs();
 
