@@ -208,7 +208,8 @@ enum SpanKind : uint32_t {
   // Not waits, but work that a trace shows the same way (graph command buffers; `count` the
   // commands they cover):
   kGraphLaunch,  // the issuing thread launched a graph of submission `id`
-  kGraphBuild,   // CommandBuffer::end built (or updated) a recording's graphs, on its thread
+  kGraphBuild,   // CommandBuffer::end built (or updated) a recording's graphs, on its thread; or
+                 // a graph with collectives was built at its first launch (submission `id`)
 };
 // A span of `kind` from beginNs (nowNs()) until now, on this thread; `count` shown with it when
 // not 0.

@@ -421,7 +421,7 @@ class Writer {
                                                "issue: wait for caller",
                                                "completion: poll inbox",
                                                "issue: graph launch",
-                                               "end(): build graphs"};
+                                               "build graphs"};
           const char* name = r.small < sizeof kNames / sizeof kNames[0] ? kNames[r.small] : "span";
           Event& e = add('X', r.a ? std::string(name) + " #" + std::to_string(r.a) : name, "thread",
                          r.c, pid, tid);

@@ -512,7 +512,12 @@ class Issuer {
             &list[seg.first], seg.end - seg.first, *seg.captured, d_, q_.stream,
             *rec.collectives.get(), q_.label, traceId,
             [&](const CaptureGroup& capture, void** exec) {
-              return buildCapturedSegment(program, cl, seg, capture, exec);
+              // Built here at its first launch (graphs.hpp): a slice on this thread's track.
+              const uint64_t built = traceId ? core::nowNs() : 0;
+              Status b = buildCapturedSegment(program, cl, seg, capture, exec);
+              if (built)
+                core::trace::span(core::trace::kGraphBuild, traceId, built, seg.end - seg.first);
+              return b;
             },
             [&](void* exec) { return launchExec(rec, seg, list, exec); });
       });

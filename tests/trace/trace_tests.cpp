@@ -511,13 +511,13 @@ TEST_P(TraceTest, GraphCommandBuffersShowTheirBuildAndLaunches) {
   for (const Value* e : t.events) {
     if ((*e)["ph"].str() != "X") continue;
     const std::string name = (*e)["name"].str();
-    if (name == "end(): build graphs" && (*e)["args"]["commands"].num() == 2) ++builds;
+    if (name == "build graphs" && (*e)["args"]["commands"].num() == 2) ++builds;
     // Two graphs per submission: the host call ends the first (the native's graph waits for it).
     if (name.rfind("issue: graph launch #", 0) == 0 && (*e)["args"]["commands"].num() == 1 &&
         (*e)["args"]["submission"].num() > 0)
       ++launches;
   }
-  EXPECT_EQ(builds, 1) << "no 'end(): build graphs' slice covering the 2 commands";
+  EXPECT_EQ(builds, 1) << "no 'build graphs' slice covering the 2 commands";
   EXPECT_EQ(launches, 4) << "2 submissions of 2 graphs each: 4 'issue: graph launch' slices";
 }
 

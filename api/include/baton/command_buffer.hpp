@@ -20,14 +20,20 @@
 ///     capture stream of the device (NativeQueue::queueIndex is kCaptureQueueIndex), and what it
 ///     enqueued there becomes a child graph that every submission replays; it is not called at
 ///     submission;
-///   - collectives: issued between graphs as library calls, as a replayed command buffer issues
-///     them (not captured);
+///   - collectives: each run of consecutive collective commands is captured from the collective
+///     library (NCCL, RCCL) into a child graph, at the first submission (not at end(): a
+///     communicator's first collectives wait in the library for every peer). The communicators
+///     keep that graph; when one of them fails or is destroyed, the graph is dropped and later
+///     submissions fail (ErrorInvalidState): record again. A failure's watch times the whole
+///     launch of a graph holding collectives against the communicator's timeout;
 ///   - the commands of one graph form a linear chain of dependencies, in recording order.
 /// Re-recording (begin ... end) updates in place (cuGraphExecUpdate / hipGraphExecUpdate) an
 /// executable graph of an earlier recording of the same shape that no submission uses any more
 /// (its submissions completed and were retired: Queue::waitIdle guarantees both; in a frame loop
-/// those of earlier frames are), and instantiates a new one otherwise. Buffers must have memory at
-/// end() (a queue-ordered alloca must have run): the graph holds their device addresses. Launches
+/// those of earlier frames are), and instantiates a new one otherwise (always, for a graph that
+/// holds collectives). Buffers must have memory at end() (a queue-ordered alloca must have run),
+/// or at the first submission for a graph that holds collectives: the graph holds their device
+/// addresses. Launches
 /// of one executable graph are ordered by the driver, on any stream: two submissions of one graph
 /// command buffer to two queues run one after the other, in submission order, even when no
 /// semaphore orders them. The host backend accepts graph command buffers and replays them
