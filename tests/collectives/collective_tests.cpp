@@ -427,6 +427,61 @@ TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmiss
   EXPECT_TRUE(containsText(lastErrorMessage(), "was destroyed")) << lastErrorMessage();
 }
 
+// One rank on one device (a communicator of one: every collective a copy), for machines with one
+// GPU: the library's own capture, graph and teardown paths.
+class CollectiveOneRank : public CollectiveOps {
+ protected:
+  void SetUp() override {
+    minDevices_ = 1;
+    CollectiveTest::SetUp();
+  }
+};
+
+// NCCL 2.26 and later end a communicator only once every graph holding its collectives is gone:
+// destroying a communicator whose collectives a graph command buffer still holds must not hang
+// (baton drops the graph first), and the command buffer then fails with the reason.
+TEST_P(CollectiveOneRank, ACommunicatorWhoseCollectivesAGraphHoldsIsDestroyedWithoutAHang) {
+  makeRanks(1);
+  const uint64_t bytes = kN * 4;
+  Buffer src = deviceBuffer(0, bytes), dst = deviceBuffer(0, bytes), out = pinnedBuffer(0, bytes);
+  upload(0, src, encodeAll(ElementType::Float32, inputs(0, kN)));
+  CommandBufferCreateInfo graph;
+  graph.usage = CommandBufferUsage::Graph;
+  UniqueCommandBuffer cb;
+  ASSERT_OK(ranks_[0].device->createCommandBuffer(graph, cb.put()));
+  ASSERT_OK(cb->begin());
+  ASSERT_OK(cb->fillBuffer(dst, 0, bytes, 0));
+  ASSERT_OK(cb->allReduce(comm(0), src, 0, dst, 0, kN, ElementType::Float32, ReduceOp::Sum));
+  ASSERT_OK(cb->copyBuffer(dst, 0, out, 0, bytes));
+  ASSERT_OK(cb->end());
+  auto run = [&] {
+    Semaphore done = semaphore();
+    SubmitInfo s;
+    CommandBuffer c = *cb;
+    s.commandBuffers = Span<const CommandBuffer>(&c, 1);
+    SemaphoreValue signal{done, 1};
+    s.signals = Span<const SemaphoreValue>(&signal, 1);
+    EXPECT_OK(ranks_[0].comm.submit(s));
+    return done.wait(1, kLongNs);
+  };
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_OK(run()) << "submission " << i;
+    void* p = nullptr;
+    ASSERT_OK(out.map(&p));
+    std::vector<uint8_t> got(bytes);
+    std::memcpy(got.data(), p, bytes);
+    expectValues(0, ElementType::Float32, got, inputs(0, kN), "one-rank allReduce");
+  }
+  const baton::stream::Stats before = baton::stream::stats();
+  ASSERT_OK(ranks_[0].comm.waitIdle(kLongNs));
+  const auto start = Clock::now();
+  ranks_[0].communicator.reset();
+  EXPECT_LT(secondsSince(start), 5.0) << "the graph holding its collectives was dropped first";
+  EXPECT_EQ(run(), Result::ErrorSemaphoreFailed);
+  EXPECT_TRUE(containsText(lastErrorMessage(), "was destroyed")) << lastErrorMessage();
+  EXPECT_EQ(baton::stream::stats().graphLaunches, before.graphLaunches) << "nothing launched";
+}
+
 // HIP's hipFree synchronizes the device, and a device synchronization ends a capture in progress
 // (the emulated driver's cuCtxSynchronize does, as the H200's did): memory freed while a graph
 // command buffer's collective is being captured — its first collective waits in the library for
@@ -967,6 +1022,9 @@ TEST(CollectivesWithoutALibrary, AGpuBackendWithoutItsLibraryReportsWhy) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, CollectiveOps, ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
+                         CollectiveParamName());
+INSTANTIATE_TEST_SUITE_P(, CollectiveOneRank,
+                         ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
                          CollectiveParamName());
 INSTANTIATE_TEST_SUITE_P(, CollectiveFailure,
                          ::testing::Values(BackendKind::Cuda, BackendKind::Hip),
