@@ -863,18 +863,8 @@ Status captureGroup(const DriverTable& d, const CollectiveLibrary& lib,
   *g = callGroup(lib, calls, stream);
   if (settle) settle();
   void* made = nullptr;
-  Status st = d.streamEndCapture(stream, &made);
-  if (!st.ok()) {
-    // As GraphBuilder::captureNative: one more end ends a capture left open; when that fails
-    // too, the stream is replaced.
-    void* again = nullptr;
-    if (d.streamEndCapture(stream, &again).ok()) {
-      if (again) (void)d.graphDestroy(again);
-    } else {
-      *broken = true;
-    }
-    return st.context("capturing collectives (NCCL under stream capture)");
-  }
+  Status st = endCapture(d, stream, &made, broken);
+  if (!st.ok()) return st.context("capturing collectives (NCCL under stream capture)");
   if (!made) return error(Result::ErrorDriver, "capturing collectives gave no graph");
   *graph = made;
   return Status();

@@ -403,18 +403,8 @@ class GraphBuilder {
     if (!d_.getCurrent(&now).ok() || now != device_.config.context)
       (void)d_.setCurrent(device_.config.context);
     void* graph = nullptr;
-    Status st = d_.streamEndCapture(capture_, &graph);
-    if (!st.ok()) {
-      // A failed end may leave the stream capturing, and every later capture on it would fail:
-      // one more end (its graph, if any, dropped) ends it; when that fails too, the device
-      // replaces the stream (captureBroken).
-      void* again = nullptr;
-      if (d_.streamEndCapture(capture_, &again).ok()) {
-        if (again) (void)d_.graphDestroy(again);
-      } else {
-        captureBroken_ = true;
-      }
-    }
+    // A stream left capturing is replaced by the device (captureBroken).
+    Status st = endCapture(d_, capture_, &graph, &captureBroken_);
     if (isError(r)) {
       if (graph) (void)d_.graphDestroy(graph);
       return core::error(Result::ErrorHostCallFailed,

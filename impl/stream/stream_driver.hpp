@@ -105,6 +105,24 @@ struct DriverTable {
   Status (*streamEndCapture)(void* stream, void** graph);
 };
 
+// Ends a capture of `stream` (d.streamEndCapture). A failed end may leave the stream capturing,
+// and every later capture on it would fail: one more end (its graph, if any, dropped) ends it;
+// when that fails too, *broken is set and the stream must be replaced. Returns the first end's
+// status; *graph receives the captured graph (the caller's), null on a failure.
+inline Status endCapture(const DriverTable& d, void* stream, void** graph, bool* broken) {
+  *graph = nullptr;
+  Status st = d.streamEndCapture(stream, graph);
+  if (st.ok()) return st;
+  *graph = nullptr;
+  void* again = nullptr;
+  if (d.streamEndCapture(stream, &again).ok()) {
+    if (again) (void)d.graphDestroy(again);
+  } else {
+    *broken = true;
+  }
+  return st;
+}
+
 // Makes `context` current on this thread for the scope and restores what was current before, so
 // that baton leaves a user thread's context as it found it (a thread that submits to a CUDA queue
 // may be running its own runtime-API code on another device). The common case — the context is
