@@ -425,6 +425,116 @@ TEST_P(FaultCaseTest, FailingASemaphoreThatDeviceLossFailedReturnsDeviceLost) {
   EXPECT_EQ(host->fail("second"), Result::ErrorSemaphoreFailed);
 }
 
+// ---- collectives captured in graph command buffers -------------------------------------------
+
+// The emulated NCCL's captures still held by graphs (BatonFakeNcclStats::persistentLive), or -1.
+int64_t capturesHeld(baton::BackendKind kind) {
+  const char* path =
+      std::getenv(kind == baton::BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
+  void* library = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  if (!library) return -1;
+  auto* stats =
+      reinterpret_cast<void (*)(BatonFakeNcclStats*)>(dlsym(library, "batonFakeNcclStats"));
+  BatonFakeNcclStats st{};
+  if (stats) stats(&st);
+  dlclose(library);
+  return stats ? static_cast<int64_t>(st.persistentLive) : -1;
+}
+
+// A graph command buffer with a collective is built at its first submission (the collective
+// captured then, collectives.hpp). A driver failure there — the capture's begin, the
+// instantiation, or the launch — fails that submission's signal naming the call, leaves the
+// communicator healthy and nothing captured behind, and the next submission of the same command
+// buffer builds (or launches) it and meets the peer's collective, which waited: the result is
+// right, and once the command buffers and communicators are gone, no capture is held and no
+// driver allocation is left.
+TEST_P(FaultCaseTest, AGraphWithACollectiveWhoseFirstBuildFailsRunsAtTheNextSubmission) {
+  const bool hip = GetParam() == baton::BackendKind::Hip;
+  const char* apis[] = {hip ? "hipStreamBeginCapture" : "cuStreamBeginCapture",
+                        hip ? "hipGraphInstantiateWithFlags" : "cuGraphInstantiate",
+                        hip ? "hipGraphLaunch" : "cuGraphLaunch"};
+  ASSERT_OK(baton::createInstance(sink_.instanceInfo(), instance_.put()));
+  baton::CollectiveSupport support;
+  ASSERT_OK(instance_->getCollectiveSupport(GetParam(), &support));
+  std::vector<baton::PhysicalDevice> physical = gpus(*instance_);
+  if (!support.available || physical.size() < 2)
+    GTEST_SKIP() << "needs the emulated NCCL and two devices: " << support.reason;
+  const int64_t allocations = driverAllocations(hooks());
+  constexpr uint64_t kCount = 64, kBytes = kCount * 4;
+  for (const char* api : apis) {
+    SCOPED_TRACE(api);
+    std::vector<baton::UniqueDevice> devices(2);
+    std::vector<baton::Queue> queues(2);
+    for (size_t r = 0; r < 2; ++r) {
+      baton::DeviceCreateInfo info;
+      info.queueCount = 1;
+      ASSERT_OK(instance_->createDevice(physical[r], info, devices[r].put()));
+      ASSERT_OK(devices[r]->getQueue(0, &queues[r]));
+    }
+    std::vector<baton::Communicator> made(2);
+    baton::CommunicatorGroupCreateInfo group;
+    group.timeoutNs = 10'000 * kMs;
+    const baton::Device devs[] = {*devices[0], *devices[1]};
+    ASSERT_OK(instance_->createCommunicators(devs, group, made.data()));
+    std::vector<baton::UniqueCommunicator> comms(2);
+    std::vector<baton::UniqueBuffer> src(2), dst(2), out(2);
+    std::vector<baton::UniqueCommandBuffer> cbs(2);
+    for (size_t r = 0; r < 2; ++r) {
+      comms[r].reset(made[r]);
+      baton::BufferCreateInfo b;
+      b.size = kBytes;
+      ASSERT_OK(devices[r]->createBuffer(b, src[r].put()));
+      ASSERT_OK(devices[r]->createBuffer(b, dst[r].put()));
+      b.memory = baton::MemoryKind::HostPinned;
+      ASSERT_OK(devices[r]->createBuffer(b, out[r].put()));
+      baton::CommandBufferCreateInfo graph;
+      graph.usage = baton::CommandBufferUsage::Graph;
+      ASSERT_OK(devices[r]->createCommandBuffer(graph, cbs[r].put()));
+      ASSERT_OK(cbs[r]->begin());
+      ASSERT_OK(cbs[r]->fillBuffer(*src[r], 0, kBytes, static_cast<uint32_t>(r + 1)));
+      ASSERT_OK(cbs[r]->allReduce(*comms[r], *src[r], 0, *dst[r], 0, kCount,
+                                  baton::ElementType::Uint32, baton::ReduceOp::Sum));
+      ASSERT_OK(cbs[r]->copyBuffer(*dst[r], 0, *out[r], 0, kBytes));
+      ASSERT_OK(cbs[r]->end());
+    }
+    ASSERT_TRUE(inject(api, FaultKind::InvalidValue));
+    std::vector<baton::UniqueSemaphore> first(2);
+    for (size_t r = 0; r < 2; ++r) {
+      first[r] = semaphore();
+      ASSERT_OK(submit(queues[r], {*cbs[r]}, {{*first[r], 1}}));
+    }
+    // One rank's submission failed at the call; the other's collective waits for its peer.
+    size_t failed = 2;
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (failed == 2 && Clock::now() < until) {
+      for (size_t r = 0; r < 2 && failed == 2; ++r)
+        if (first[r]->wait(1, 0) == Result::ErrorSemaphoreFailed) failed = r;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_LT(failed, 2u) << "no submission failed";
+    EXPECT_EQ(hooks().fired(), 1u);
+    hooks().clear();
+    EXPECT_TRUE(names(failureReason(*first[failed]), api, errorName(FaultKind::InvalidValue)));
+    baton::CommunicatorState state;
+    ASSERT_OK(comms[failed]->getState(&state));
+    EXPECT_EQ(state, baton::CommunicatorState::Ready) << "a driver failure is not the library's";
+    baton::UniqueSemaphore again = semaphore();
+    ASSERT_OK(submit(queues[failed], {*cbs[failed]}, {{*again, 1}}));
+    ASSERT_OK(again->wait(1, kLongNs)) << lastError();
+    ASSERT_OK(first[1 - failed]->wait(1, kLongNs)) << lastError();
+    for (size_t r = 0; r < 2; ++r) {
+      void* p = nullptr;
+      ASSERT_OK(out[r]->map(&p));
+      EXPECT_EQ(static_cast<const uint32_t*>(p)[kCount - 1], 3u) << "rank " << r;
+    }
+    for (size_t r = 0; r < 2; ++r) ASSERT_OK(queues[r].waitIdle(kLongNs));
+    cbs.clear();
+    comms.clear();
+    if (capturesHeld(GetParam()) >= 0) EXPECT_EQ(capturesHeld(GetParam()), 0);
+  }
+  expectAllocations(allocations);
+}
+
 INSTANTIATE_TEST_SUITE_P(, FaultCaseTest, ::testing::ValuesIn(linkedFaultBackends()),
                          BackendParamName());
 
