@@ -555,9 +555,13 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   // Keeps an executable graph that captured this communicator's collectives, to drop it before
   // the library communicator ends (CapturedExec). Forgets the dropped ones.
   void hold(Ref<CapturedExec> exec) {
+    std::vector<Ref<CapturedExec>> gone;  // released after the lock: a last reference locks its
+                                          // own mutex, which a launch holds while it takes ours
     std::lock_guard<std::mutex> lock(capturedMutex_);
+    for (Ref<CapturedExec>& e : captured_)
+      if (e->dropped()) gone.push_back(std::move(e));
     captured_.erase(std::remove_if(captured_.begin(), captured_.end(),
-                                   [](const Ref<CapturedExec>& e) { return e->dropped(); }),
+                                   [](const Ref<CapturedExec>& e) { return !e; }),
                     captured_.end());
     captured_.push_back(std::move(exec));
   }
