@@ -7,8 +7,11 @@
 // of nodes in recording order. A segment ends after a run of host calls that other work follows
 // when one of them may fail (that work must not run when a host call fails, which is known only
 // once the host calls ran: the issuer suspends the submission there, as it does for a replayed
-// one; kHostCallInfallible calls stay inside the segment). Copies and fills become memcpy and
-// memset nodes; updates memcpy nodes from page-locked memory the program owns; host calls host
+// one; kHostCallInfallible calls stay inside the segment), and a segment starts with each run of
+// collective commands (after other work: the watch times a collective from its segment's launch,
+// so that the work before it, a graph of its own, does not count toward the communicator's
+// timeout; the work after it, up to the next run or the end, does). Copies and fills become memcpy
+// and memset nodes; updates memcpy nodes from page-locked memory the program owns; host calls host
 // nodes; capturable native callbacks child graphs, captured once here; each run of collective
 // commands (one library group) a child graph captured from the library (NCCL and RCCL support
 // stream capture).
@@ -210,7 +213,11 @@ class GraphBuilder {
       bool fallibleRun = false;  // the run of host calls at hand has one that may fail
       bool collectives = false;
       while (i < cmds.size()) {
-        collectives |= cmds[i].kind == core::Command::Kind::Collective;
+        const bool collective = cmds[i].kind == core::Command::Kind::Collective;
+        // A run of collectives starts a segment: the watch times it from its launch.
+        if (collective && i > seg->first && cmds[i - 1].kind != core::Command::Kind::Collective)
+          break;
+        collectives |= collective;
         ++i;
         if (cmds[i - 1].kind == core::Command::Kind::HostCall) {
           fallibleRun |= !(cmds[i - 1].flags & kHostCallInfallible);
