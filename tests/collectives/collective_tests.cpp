@@ -601,6 +601,44 @@ class CollectiveFailure : public CollectiveTest {
   }
 };
 
+// Work recorded before a collective in a graph command buffer is a graph of its own: the watch
+// times the collective from its graph's launch, so that 600 ms of host work before it does not
+// count toward a 300 ms timeout (the whole launch would: a false "no progress").
+TEST_P(CollectiveFailure, WorkBeforeACollectiveInAGraphDoesNotCountTowardItsTimeout) {
+  makeRanks(2, 300 * kMs);
+  CommandBufferCreateInfo graph;
+  graph.usage = CommandBufferUsage::Graph;
+  auto slow = [](void*) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    return Result::Success;
+  };
+  std::vector<Buffer> buf;
+  std::vector<UniqueCommandBuffer> cbs(2);
+  std::vector<Semaphore> done;
+  for (size_t r = 0; r < 2; ++r) {
+    buf.push_back(deviceBuffer(r, kN * 4));
+    ASSERT_OK(ranks_[r].device->createCommandBuffer(graph, cbs[r].put()));
+    ASSERT_OK(cbs[r]->begin());
+    ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
+    ASSERT_OK(
+        cbs[r]->allReduce(comm(r), buf[r], 0, buf[r], 0, kN, ElementType::Float32, ReduceOp::Sum));
+    ASSERT_OK(cbs[r]->end());
+    done.push_back(semaphore());
+  }
+  for (size_t r = 0; r < 2; ++r) {
+    SubmitInfo s;
+    CommandBuffer cb = *cbs[r];
+    s.commandBuffers = Span<const CommandBuffer>(&cb, 1);
+    SemaphoreValue signal{done[r], 1};
+    s.signals = Span<const SemaphoreValue>(&signal, 1);
+    ASSERT_OK(ranks_[r].comm.submit(s));
+  }
+  for (size_t r = 0; r < 2; ++r) EXPECT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
+  CommunicatorState state;
+  ASSERT_OK(comm(0).getState(&state));
+  EXPECT_EQ(state, CommunicatorState::Ready);
+}
+
 TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMovesOn) {
   makeRanks(2, 300 * kMs);
   // For the check that the device stays usable, made before the stall: with a collective stuck
