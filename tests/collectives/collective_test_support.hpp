@@ -156,6 +156,14 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
     info.signals = signals;
     return (queue ? queue : ranks_[rank].comm).submit(info);
   }
+  // Submits `cb` alone to `queue`, signalling `signal` to `value`.
+  static Result submitOne(Queue queue, CommandBuffer cb, Semaphore signal, uint64_t value = 1) {
+    SubmitInfo info;
+    info.commandBuffers = Span<const CommandBuffer>(&cb, 1);
+    SemaphoreValue sv{signal, value};
+    if (signal) info.signals = Span<const SemaphoreValue>(&sv, 1);
+    return queue.submit(info);
+  }
   void runAndWait(size_t rank, const std::function<Result(CommandBuffer)>& record) {
     Semaphore s = semaphore();
     ASSERT_OK(submit(rank, record, {}, {{s, 1}}, ranks_[rank].compute));

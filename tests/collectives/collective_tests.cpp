@@ -371,17 +371,9 @@ TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmiss
       EXPECT_OK(up->begin());
       EXPECT_OK(up->updateBuffer(src[r], 0, bytes, data.data()));
       EXPECT_OK(up->end());
-      SubmitInfo upInfo;
-      CommandBuffer upCb = *up;
-      upInfo.commandBuffers = Span<const CommandBuffer>(&upCb, 1);
-      EXPECT_OK(ranks_[r].comm.submit(upInfo));
+      EXPECT_OK(submitOne(ranks_[r].comm, *up, Semaphore()));
       done.push_back(semaphore());
-      SubmitInfo info;
-      CommandBuffer cb = *cbs[r];
-      info.commandBuffers = Span<const CommandBuffer>(&cb, 1);
-      SemaphoreValue signal{done[r], 1};
-      info.signals = Span<const SemaphoreValue>(&signal, 1);
-      EXPECT_OK(ranks_[r].comm.submit(info));
+      EXPECT_OK(submitOne(ranks_[r].comm, *cbs[r], done[r]));
     }
     std::vector<Result> results;
     for (size_t r = 0; r < 2; ++r) results.push_back(done[r].wait(1, kLongNs));
@@ -462,12 +454,7 @@ TEST_P(CollectiveOneRank, ACommunicatorWhoseCollectivesAGraphHoldsIsDestroyedWit
   ASSERT_OK(cb->end());
   auto run = [&] {
     Semaphore done = semaphore();
-    SubmitInfo s;
-    CommandBuffer c = *cb;
-    s.commandBuffers = Span<const CommandBuffer>(&c, 1);
-    SemaphoreValue signal{done, 1};
-    s.signals = Span<const SemaphoreValue>(&signal, 1);
-    EXPECT_OK(ranks_[0].comm.submit(s));
+    EXPECT_OK(submitOne(ranks_[0].comm, *cb, done));
     return done.wait(1, kLongNs);
   };
   for (int i = 0; i < 3; ++i) {
@@ -514,14 +501,7 @@ TEST_P(CollectiveOps, MemoryFreedDuringACaptureIsFreedAfterIt) {
   BufferCreateInfo info;
   info.size = 4096;
   ASSERT_OK(ranks_[0].device->createBuffer(info, spare.put()));
-  auto submitRank = [&](size_t r) {
-    SubmitInfo s;
-    CommandBuffer cb = *cbs[r];
-    s.commandBuffers = Span<const CommandBuffer>(&cb, 1);
-    SemaphoreValue signal{done[r], 1};
-    s.signals = Span<const SemaphoreValue>(&signal, 1);
-    return ranks_[r].comm.submit(s);
-  };
+  auto submitRank = [&](size_t r) { return submitOne(ranks_[r].comm, *cbs[r], done[r]); };
   ASSERT_OK(submitRank(0));
   // Rank 0's capture is under way, waiting for rank 1 (blocking calls): a free on its device now,
   // from another thread (a free that synchronizes waits for rank 0's collective, launched already
@@ -625,14 +605,7 @@ TEST_P(CollectiveFailure, WorkBeforeACollectiveInAGraphDoesNotCountTowardItsTime
     ASSERT_OK(cbs[r]->end());
     done.push_back(semaphore());
   }
-  for (size_t r = 0; r < 2; ++r) {
-    SubmitInfo s;
-    CommandBuffer cb = *cbs[r];
-    s.commandBuffers = Span<const CommandBuffer>(&cb, 1);
-    SemaphoreValue signal{done[r], 1};
-    s.signals = Span<const SemaphoreValue>(&signal, 1);
-    ASSERT_OK(ranks_[r].comm.submit(s));
-  }
+  for (size_t r = 0; r < 2; ++r) ASSERT_OK(submitOne(ranks_[r].comm, *cbs[r], done[r]));
   for (size_t r = 0; r < 2; ++r) EXPECT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
   CommunicatorState state;
   ASSERT_OK(comm(0).getState(&state));

@@ -35,18 +35,24 @@ namespace {
 
 using baton::Result;
 
-// Allocations the fake driver holds (BatonFakeCudaStats::allocationsLive); -1 with a real driver.
-int64_t driverAllocations(const FaultHooks& hooks) {
-  const char* path = std::getenv(hooks.driverEnv);
+// A counter of the fake module that the environment variable `env` names (the one baton loaded):
+// `field` of what its `symbol` fills in; -1 where that module is not the fake (a real driver).
+template <class Stats>
+int64_t fakeCounter(const char* env, const char* symbol, uint64_t Stats::*field) {
+  const char* path = std::getenv(env);
   if (!path || !*path) return -1;
-  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);  // the one baton loaded
+  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   if (!library) return -1;
-  auto* stats =
-      reinterpret_cast<void (*)(BatonFakeCudaStats*)>(dlsym(library, "batonFakeCudaStats"));
-  BatonFakeCudaStats st{};
+  auto* stats = reinterpret_cast<void (*)(Stats*)>(dlsym(library, symbol));
+  Stats st{};
   if (stats) stats(&st);
   dlclose(library);
-  return stats ? static_cast<int64_t>(st.allocationsLive) : -1;
+  return stats ? static_cast<int64_t>(st.*field) : -1;
+}
+
+// Allocations the fake driver holds (BatonFakeCudaStats::allocationsLive); -1 with a real driver.
+int64_t driverAllocations(const FaultHooks& hooks) {
+  return fakeCounter(hooks.driverEnv, "batonFakeCudaStats", &BatonFakeCudaStats::allocationsLive);
 }
 
 // Whether `message` names the call and the error.
@@ -429,16 +435,8 @@ TEST_P(FaultCaseTest, FailingASemaphoreThatDeviceLossFailedReturnsDeviceLost) {
 
 // The emulated NCCL's captures still held by graphs (BatonFakeNcclStats::persistentLive), or -1.
 int64_t capturesHeld(baton::BackendKind kind) {
-  const char* path =
-      std::getenv(kind == baton::BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
-  void* library = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  if (!library) return -1;
-  auto* stats =
-      reinterpret_cast<void (*)(BatonFakeNcclStats*)>(dlsym(library, "batonFakeNcclStats"));
-  BatonFakeNcclStats st{};
-  if (stats) stats(&st);
-  dlclose(library);
-  return stats ? static_cast<int64_t>(st.persistentLive) : -1;
+  return fakeCounter(kind == baton::BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY",
+                     "batonFakeNcclStats", &BatonFakeNcclStats::persistentLive);
 }
 
 // A graph command buffer with a collective is built at its first submission (the collective
