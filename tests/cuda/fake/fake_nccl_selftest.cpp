@@ -780,11 +780,13 @@ TEST_F(FakeNcclTest, ShrinkExcludesARankThatNeverCalls) {
   // The parents block (ncclCommInitAll): so does their shrink, as a call of the parent, until
   // both survivors called; the new communicators are non-blocking, as the config asks.
   ncclResult_t other = ncclInternalError;
+  // Taken before the thread starts: rank 1 calls at least 20 ms after it, however late this
+  // thread runs again (ThreadSanitizer on a loaded machine once took 12 ms).
+  const auto start = std::chrono::steady_clock::now();
   std::thread second([&] {
     std::this_thread::sleep_for(20ms);
     other = ncclCommShrink(comms[1], excluded, 1, &next[1], &config, NCCL_SHRINK_ABORT);
   });
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(ncclCommShrink(comms[0], excluded, 1, &next[0], &config, NCCL_SHRINK_ABORT),
             ncclSuccess);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 15ms) << "it waited for rank 1's call";
