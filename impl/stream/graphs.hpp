@@ -278,7 +278,6 @@ class GraphBuilder {
       if (cmds[i].kind == core::Command::Kind::Collective) {
         size_t end = i + 1;
         while (end < seg.end && cmds[end].kind == core::Command::Kind::Collective) ++end;
-        for (size_t k = i; k < end; ++k) BATON_TRY(backed(cmds[k], k));
         void* group = nullptr;
         {
           DeviceShared::CaptureScope capturing(device_);
@@ -305,8 +304,7 @@ class GraphBuilder {
   Status keepChildren(GraphSegment& seg, uint64_t* staged) {
     const std::vector<core::Command>& cmds = list_.commands;
     for (size_t i = seg.first; i < seg.end; ++i) {
-      if (cmds[i].kind == core::Command::Kind::Update)
-        *staged += (cmds[i].size + 15) & ~uint64_t{15};
+      if (cmds[i].kind == core::Command::Kind::Update) *staged += stagedBytes(cmds[i]);
       if (cmds[i].kind != core::Command::Kind::Native) continue;
       void* child = nullptr;
       BATON_TRY(captureNative(cmds[i], i, &child));
@@ -314,6 +312,9 @@ class GraphBuilder {
     }
     return Status();
   }
+
+  // An update command's bytes in the staging memory, 16-byte aligned.
+  static uint64_t stagedBytes(const core::Command& c) { return (c.size + 15) & ~uint64_t{15}; }
 
   static Status backed(const core::Command& c, size_t index) {
     if (c.buffersBacked()) return Status();
@@ -329,7 +330,7 @@ class GraphBuilder {
   Status stage() {
     uint64_t total = 0;
     for (const core::Command& c : list_.commands)
-      if (c.kind == core::Command::Kind::Update) total += (c.size + 15) & ~uint64_t{15};
+      if (c.kind == core::Command::Kind::Update) total += stagedBytes(c);
     if (total == 0) return Status();
     BATON_TRY(d_.hostAlloc(&program_.stagingHost, &program_.stagingDevice, total)
                   .context("allocating page-locked memory for the graph's update data"));
@@ -337,7 +338,7 @@ class GraphBuilder {
     for (const core::Command& c : list_.commands)
       if (c.kind == core::Command::Kind::Update) {
         std::memcpy(static_cast<uint8_t*>(program_.stagingHost) + at, c.data.data(), c.size);
-        at += (c.size + 15) & ~uint64_t{15};
+        at += stagedBytes(c);
       }
     return Status();
   }
@@ -363,7 +364,7 @@ class GraphBuilder {
       case core::Command::Kind::Update:
         BATON_TRY(d_.graphAddMemcpy(graph, *dep, c.dst->allocation.deviceAddress + c.dstOffset,
                                     program_.stagingDevice + *staged, c.size, context, &node));
-        *staged += (c.size + 15) & ~uint64_t{15};
+        *staged += stagedBytes(c);
         seg.shape += 'c';
         break;
       case core::Command::Kind::HostCall: {

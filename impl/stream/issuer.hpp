@@ -507,22 +507,20 @@ class Issuer {
     if (seg.captured) [[unlikely]] {
       if (!rec.collectives)
         rec.collectives.reset(core::makeRef<CollectiveClaim>(rec.submission.get()));
-      st = driverCall([&] {
-        return launchCollectiveGraph(
-            &list[seg.first], seg.end - seg.first, *seg.captured, d_, q_.stream,
-            *rec.collectives.get(), q_.label, traceId,
-            [&](const CaptureGroup& capture, void** exec) {
-              // Built here at its first launch (graphs.hpp): a slice on this thread's track.
-              const uint64_t built = traceId ? core::nowNs() : 0;
-              Status b = buildCapturedSegment(program, cl, seg, capture, exec);
-              if (built)
-                core::trace::span(core::trace::kGraphBuild, traceId, built, seg.end - seg.first);
-              return b;
-            },
-            [&](void* exec) { return launchExec(rec, seg, list, exec); });
-      });
+      st = launchCollectiveGraph(
+          &list[seg.first], seg.end - seg.first, *seg.captured, d_, q_.stream,
+          *rec.collectives.get(), q_.label, traceId,
+          [&](const CaptureGroup& capture, void** exec) {
+            // Built here at its first launch (graphs.hpp): a slice on this thread's track.
+            const uint64_t built = traceId ? core::nowNs() : 0;
+            Status b = buildCapturedSegment(program, cl, seg, capture, exec);
+            if (built)
+              core::trace::span(core::trace::kGraphBuild, traceId, built, seg.end - seg.first);
+            return b;
+          },
+          [&](void* exec) { return launchExec(rec, seg, list, exec); });
     } else {
-      st = driverCall([&] { return launchExec(rec, seg, list, seg.exec); });
+      st = launchExec(rec, seg, list, seg.exec);
     }
     BATON_TRY(std::move(st));
     Counters::add(kGraphLaunches, 1);
@@ -545,7 +543,7 @@ class Issuer {
       std::lock_guard<std::mutex> nodeLock(node.mutex);
       node.pending.push_back(&rec.hostCalls->calls.back());
     }
-    Status st = d_.graphLaunch(exec, q_.stream);
+    Status st = driverCall([&] { return d_.graphLaunch(exec, q_.stream); });
     if (!st.ok()) {  // nothing of it runs: take the entries back
       for (size_t k = 0; k < hosts; ++k) {
         HostNode& node = *seg.hostNodes[k];
