@@ -170,12 +170,13 @@ class CapturedExec : public core::Object {
 using CaptureGroup =
     std::function<core::Status(const core::Command* group, size_t count, void** graph)>;
 
-// Issues a graph segment that contains collective commands, among commands[0, count): locks
+// Issues a graph segment of collective commands, commands[0, count) (one library group): locks
 // their communicators (each once, in address order) and checks that none failed or ended; builds
-// the executable graph if `held` has none yet (`build`, which captures each group through the
+// the executable graph if `held` has none yet (`build`, which captures the group through the
 // CaptureGroup it is given: the library calls run on the device's caller thread, up to the
 // communicators' timeout, as enqueueCollectives's), and registers it with each communicator;
-// records each communicator's ticket events around `launch` (the watch times the whole launch).
+// records each communicator's ticket events around `launch` (the watch times the launch, which
+// holds the collectives only).
 // Returns the library's or driver's error; ErrorInvalidState when a communicator failed or ended,
 // or `held` was released.
 core::Status launchCollectiveGraph(

@@ -7,24 +7,23 @@
 // of nodes in recording order. A segment ends after a run of host calls that other work follows
 // when one of them may fail (that work must not run when a host call fails, which is known only
 // once the host calls ran: the issuer suspends the submission there, as it does for a replayed
-// one; kHostCallInfallible calls stay inside the segment), and a segment starts with each run of
-// collective commands (after other work: the watch times a collective from its segment's launch,
-// so that the work before it, a graph of its own, does not count toward the communicator's
-// timeout; the work after it, up to the next run or the end, does). Copies and fills become memcpy
-// and memset nodes; updates memcpy nodes from page-locked memory the program owns; host calls host
-// nodes; capturable native callbacks child graphs, captured once here; each run of collective
-// commands (one library group) a child graph captured from the library (NCCL and RCCL support
-// stream capture).
+// one; kHostCallInfallible calls stay inside the segment), and each run of collective commands is
+// a segment of its own (one library group, captured from the library: NCCL and RCCL support
+// stream capture), so that the watch, which times a segment's launch against the communicator's
+// timeout, times the collectives alone: neither the work before them nor the work after them
+// counts toward it. Copies and fills become memcpy and memset nodes; updates memcpy nodes from
+// page-locked memory the program owns; host calls host nodes; capturable native callbacks child
+// graphs, captured once here.
 //
-// Segments with collectives: their library calls are captured at the segment's first launch, on
+// Segments of collectives: their library calls are captured at the segment's first launch, on
 // the issuing side (launchCollectiveGraph, collectives.hpp), not at end(): a communicator's first
 // collectives wait in the library for every peer (NCCL connects then), which must neither block
 // the recording thread nor deadlock a thread that records the ranks of one process one after the
-// other. end() captures their native callbacks (kept as children); the first launch builds and
-// instantiates the graph, and the communicators keep it (CapturedExec): NCCL ends a communicator
-// only once the graphs holding its collectives are gone, so a communicator that fails or is
-// destroyed drops them first, and the segment cannot run again. Never updated in place nor kept
-// for a later recording (each capture holds the library's resources for its own graph).
+// other. The first launch instantiates the captured graph, and the communicators keep it
+// (CapturedExec): NCCL ends a communicator only once the graphs holding its collectives are gone,
+// so a communicator that fails or is destroyed drops them first, and the segment cannot run
+// again. Never updated in place nor kept for a later recording (each capture holds the library's
+// resources for its own graph).
 //
 // Host nodes: a host node's user data is fixed when the graph is instantiated, but each launch
 // runs the host calls of its own submission (HostCalls: failure, counting, the queue to hand
@@ -93,12 +92,8 @@ struct GraphSegment {
   // suspends the submission there).
   bool suspends = false;
   std::mutex launchMutex;  // one launch at a time: the order of the host nodes' FIFOs
-  // With collectives: its executable graph (instead of `exec`), built at its first launch; the
-  // children captured at end() from its native callbacks, in order; where its update data starts
-  // in the program's staging memory.
+  // A run of collectives: its executable graph (instead of `exec`), captured at its first launch.
   Ref<CapturedExec> captured;
-  std::vector<void*> children;
-  uint64_t stagedAt = 0;
 };
 
 // The executable graphs of a command buffer's earlier recordings that no submission uses any
@@ -158,10 +153,6 @@ class GraphProgram : public core::Object {
       if (s->exec) cache_->give(std::move(s->shape), s->exec);
       if (s->captured) s->captured->drop("its command buffer was recorded again or destroyed");
     }
-    ContextScope scope(device_->driver, device_->config.context, ContextScope::kRelease,
-                       "freeing a graph's children and update data");
-    for (auto& s : segments)
-      for (void* child : s->children) (void)device_->driver.graphDestroy(child);
     if (stagingHost) {
       core::Allocation a;
       a.host = stagingHost;
@@ -211,13 +202,10 @@ class GraphBuilder {
       auto seg = std::make_unique<GraphSegment>();
       seg->first = static_cast<uint32_t>(i);
       bool fallibleRun = false;  // the run of host calls at hand has one that may fail
-      bool collectives = false;
+      const bool collectives = cmds[i].kind == core::Command::Kind::Collective;
       while (i < cmds.size()) {
-        const bool collective = cmds[i].kind == core::Command::Kind::Collective;
-        // A run of collectives starts a segment: the watch times it from its launch.
-        if (collective && i > seg->first && cmds[i - 1].kind != core::Command::Kind::Collective)
-          break;
-        collectives |= collective;
+        // A run of collectives is a segment of its own: the watch times it alone.
+        if ((cmds[i].kind == core::Command::Kind::Collective) != collectives) break;
         ++i;
         if (cmds[i - 1].kind == core::Command::Kind::HostCall) {
           fallibleRun |= !(cmds[i - 1].flags & kHostCallInfallible);
@@ -232,14 +220,12 @@ class GraphBuilder {
       // Ending with such a run, it suspends whatever follows it in the submission: this list's
       // next commands or the next command list's.
       seg->suspends = fallibleRun;
-      seg->stagedAt = staged;
       if (collectives) {
-        BATON_TRY(keepChildren(*seg, &staged));
         seg->captured = core::makeRef<CapturedExec>(d_, device_.config.context);
       } else {
         void* graph = nullptr;
         BATON_TRY(d_.graphCreate(&graph));
-        Status st = addNodes(*seg, graph, &staged, nullptr);
+        Status st = addNodes(*seg, graph, &staged);
         if (st.ok()) st = instantiate(graph, *seg);
         (void)d_.graphDestroy(graph);
         BATON_TRY(std::move(st));
@@ -251,65 +237,13 @@ class GraphBuilder {
     return Status();
   }
 
-  // A segment with collectives, at its first launch (launchCollectiveGraph): its graph, each
-  // collective group captured by `capture`, instantiated into *exec.
-  Status buildCaptured(GraphSegment& seg, const CaptureGroup& capture, void** exec) {
-    void* graph = nullptr;
-    BATON_TRY(d_.graphCreate(&graph));
-    uint64_t staged = seg.stagedAt;
-    seg.hostNodes.clear();  // an earlier attempt's
-    Status st = addNodes(seg, graph, &staged, &capture);
-    if (st.ok()) st = d_.graphInstantiate(exec, graph);
-    (void)d_.graphDestroy(graph);
-    if (!st.ok()) seg.hostNodes.clear();
-    BATON_TRY(std::move(st));
-    Counters::add(kGraphInstantiations, 1);
-    return Status();
-  }
-
  private:
-  // The nodes of the segment's commands, as a chain in `graph`; `capture` (null at end()) takes
-  // each run of collectives.
-  Status addNodes(GraphSegment& seg, void* graph, uint64_t* staged, const CaptureGroup* capture) {
+  // The nodes of the segment's commands, as a chain in `graph`.
+  Status addNodes(GraphSegment& seg, void* graph, uint64_t* staged) {
     const std::vector<core::Command>& cmds = list_.commands;
     void* dep = nullptr;
-    size_t child = 0;  // seg.children's next
-    for (size_t i = seg.first; i < seg.end; ++i) {
-      if (cmds[i].kind == core::Command::Kind::Collective) {
-        size_t end = i + 1;
-        while (end < seg.end && cmds[end].kind == core::Command::Kind::Collective) ++end;
-        void* group = nullptr;
-        {
-          DeviceShared::CaptureScope capturing(device_);
-          BATON_TRY((*capture)(&cmds[i], end - i, &group));
-        }
-        void* node = nullptr;
-        Status st = d_.graphAddChild(graph, dep, group, &node);
-        (void)d_.graphDestroy(group);
-        BATON_TRY(std::move(st));
-        dep = node;
-        i = end - 1;
-        continue;
-      }
-      void* kept = nullptr;
-      if (cmds[i].kind == core::Command::Kind::Native && !seg.children.empty())
-        kept = seg.children[child++];
-      BATON_TRY(addNode(cmds[i], i, graph, &dep, seg, staged, kept));
-    }
-    return Status();
-  }
-
-  // A segment with collectives, at end(): its native callbacks captured (kept as children), its
-  // update data skipped over.
-  Status keepChildren(GraphSegment& seg, uint64_t* staged) {
-    const std::vector<core::Command>& cmds = list_.commands;
-    for (size_t i = seg.first; i < seg.end; ++i) {
-      if (cmds[i].kind == core::Command::Kind::Update) *staged += stagedBytes(cmds[i]);
-      if (cmds[i].kind != core::Command::Kind::Native) continue;
-      void* child = nullptr;
-      BATON_TRY(captureNative(cmds[i], i, &child));
-      seg.children.push_back(child);
-    }
+    for (size_t i = seg.first; i < seg.end; ++i)
+      BATON_TRY(addNode(cmds[i], i, graph, &dep, seg, staged));
     return Status();
   }
 
@@ -321,8 +255,7 @@ class GraphBuilder {
     return core::error(Result::ErrorInvalidState,
                        "command %zu uses a buffer whose queue-ordered allocation has not run "
                        "(or was freed): a graph holds device addresses, so its buffers must "
-                       "have memory at end() (at its first submission for a segment with "
-                       "collectives)",
+                       "have memory at end() (at its first submission for collectives)",
                        index);
   }
 
@@ -343,9 +276,8 @@ class GraphBuilder {
     return Status();
   }
 
-  // `kept`: a Native command's child captured at end() (segments with collectives), or null.
   Status addNode(const core::Command& c, size_t index, void* graph, void** dep, GraphSegment& seg,
-                 uint64_t* staged, void* kept) {
+                 uint64_t* staged) {
     BATON_TRY(backed(c, index));
     void* node = nullptr;
     void* context = device_.config.context;
@@ -376,10 +308,6 @@ class GraphBuilder {
         break;
       }
       case core::Command::Kind::Native: {
-        if (kept) {
-          BATON_TRY(d_.graphAddChild(graph, *dep, kept, &node));
-          break;
-        }
         void* child = nullptr;
         BATON_TRY(captureNative(c, index, &child));
         Status st = d_.graphAddChild(graph, *dep, child, &node);
@@ -388,7 +316,7 @@ class GraphBuilder {
         seg.shape += 'n';
         break;
       }
-      case core::Command::Kind::Collective: break;  // addNodes captures them
+      case core::Command::Kind::Collective: break;  // segments of their own (buildCapturedSegment)
     }
     *dep = node;
     return Status();
@@ -458,11 +386,20 @@ class GraphBuilder {
   bool captureBroken_ = false;
 };
 
-// GraphBuilder::buildCaptured for the issuer: `seg` of `program`, the program of `list`.
-Status buildCapturedSegment(GraphProgram& program, const core::CommandList& list, GraphSegment& seg,
-                            const CaptureGroup& capture, void** exec) {
-  GraphBuilder builder(program.device(), list, program, program.cache());
-  return builder.buildCaptured(seg, capture, exec);
+// A segment of collectives, at its first launch (launchCollectiveGraph): its commands of `list`,
+// captured by `capture` as one group, instantiated into *exec.
+Status buildCapturedSegment(DeviceShared& device, const core::CommandList& list,
+                            const GraphSegment& seg, const CaptureGroup& capture, void** exec) {
+  void* graph = nullptr;
+  {
+    DeviceShared::CaptureScope capturing(device);
+    BATON_TRY(capture(&list.commands[seg.first], seg.end - seg.first, &graph));
+  }
+  Status st = device.driver.graphInstantiate(exec, graph);
+  (void)device.driver.graphDestroy(graph);
+  BATON_TRY(std::move(st));
+  Counters::add(kGraphInstantiations, 1);
+  return Status();
 }
 
 }  // namespace

@@ -492,7 +492,7 @@ class Issuer {
   }
 
   // Launches a graph segment of `program` on the stream: its commands [first, end) of the current
-  // list. A segment with collectives goes through the collective engine (its communicators
+  // list. A segment of collectives goes through the collective engine (its communicators
   // checked, its graph built at the first launch, the watch's tickets around the launch).
   Status launchSegment(Record& rec, GraphProgram& program, GraphSegment& seg) {
     const core::CommandList& cl = *rec.submission->commandLists[rec.nextList];
@@ -513,7 +513,7 @@ class Issuer {
           [&](const CaptureGroup& capture, void** exec) {
             // Built here at its first launch (graphs.hpp): a slice on this thread's track.
             const uint64_t built = traceId ? core::nowNs() : 0;
-            Status b = buildCapturedSegment(program, cl, seg, capture, exec);
+            Status b = buildCapturedSegment(program.device(), cl, seg, capture, exec);
             if (built)
               core::trace::span(core::trace::kGraphBuild, traceId, built, seg.end - seg.first);
             return b;

@@ -354,10 +354,10 @@ TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmiss
   }
   const baton::stream::Stats before = baton::stream::stats();
   for (size_t r = 0; r < 2; ++r) record(r, ReduceOp::Sum);
-  // Two graphs per rank: the fill, and the collective with the copy after it (a run of
-  // collectives starts a graph), built at its first submission, not at end().
-  EXPECT_EQ(baton::stream::stats().graphInstantiations - before.graphInstantiations, 2u)
-      << "only the fills' graphs are built at end()";
+  // Three graphs per rank: the fill, the collective (a run of collectives is a graph of its
+  // own), built at its first submission, not at end(), and the copy.
+  EXPECT_EQ(baton::stream::stats().graphInstantiations - before.graphInstantiations, 4u)
+      << "only the fills' and copies' graphs are built at end()";
   // Submits both ranks' command buffers; returns what rank r's `out` holds afterwards.
   auto frame = [&](uint32_t scale) {
     std::vector<Semaphore> done;
@@ -394,17 +394,17 @@ TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmiss
       expectValues(r, type, outputs(r), want, "graph allReduce x" + std::to_string(scale));
   }
   const baton::stream::Stats run = baton::stream::stats();
-  EXPECT_EQ(run.graphInstantiations - before.graphInstantiations, 4u)
+  EXPECT_EQ(run.graphInstantiations - before.graphInstantiations, 6u)
       << "the collectives' graphs once per rank, at the first submission";
-  EXPECT_GE(run.graphLaunches - before.graphLaunches, 12u);
+  EXPECT_GE(run.graphLaunches - before.graphLaunches, 18u);
   FakeNcclStatsFn fake = fakeNcclStats(GetParam());
   FakeNcclStats fs{};
   if (fake) {
     fake(&fs);
     EXPECT_EQ(fs.persistentLive, 2u) << "each rank's graph holds its capture";
   }
-  // Recorded again: a new capture at the next submission (the fills' graphs, idle once the
-  // queues are, updated in place).
+  // Recorded again: a new capture at the next submission (the fills' and copies' graphs, idle
+  // once the queues are, updated in place).
   for (size_t r = 0; r < 2; ++r) ASSERT_OK(ranks_[r].comm.waitIdle(kLongNs));
   for (size_t r = 0; r < 2; ++r) record(r, ReduceOp::Max);
   for (Result res : frame(3)) ASSERT_OK(res);
@@ -412,7 +412,7 @@ TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmiss
   for (uint64_t i = 0; i < kN; ++i) want[i] = std::max(input(0, i), input(1, i)) * 3;
   for (size_t r = 0; r < 2; ++r) expectValues(r, type, outputs(r), want, "graph allReduce max");
   EXPECT_EQ(baton::stream::stats().graphInstantiations - run.graphInstantiations, 2u);
-  EXPECT_EQ(baton::stream::stats().graphUpdates - run.graphUpdates, 2u);
+  EXPECT_EQ(baton::stream::stats().graphUpdates - run.graphUpdates, 4u);
   // The communicators go while the command buffers stay: no hang, the graphs dropped first.
   const auto start = Clock::now();
   for (Rank& r : ranks_) r.communicator.reset();
@@ -539,6 +539,9 @@ TEST_P(CollectiveTest, ARankThatNeverArrivesFailsCreationAfterTheTimeout) {
 
 class CollectiveFailure : public CollectiveTest {
  protected:
+  // Two ranks, 300 ms timeout: a graph command buffer with 600 ms of host work recorded
+  // `before` (or after) an allReduce; checks the signals and both communicators.
+  void slowWorkAroundAnAllReduce(bool before);
   // Rank `silent` never submits its part of an allReduce the others submit: their signals fail
   // once the communicator's timeout passes with no progress.
   struct Stalled {
@@ -581,10 +584,11 @@ class CollectiveFailure : public CollectiveTest {
   }
 };
 
-// Work recorded before a collective in a graph command buffer is a graph of its own: the watch
-// times the collective from its graph's launch, so that 600 ms of host work before it does not
-// count toward a 300 ms timeout (the whole launch would: a false "no progress").
-TEST_P(CollectiveFailure, WorkBeforeACollectiveInAGraphDoesNotCountTowardItsTimeout) {
+// A run of collectives in a graph command buffer is a graph of its own: the watch times the
+// collectives alone, so that 600 ms of host work recorded before or after them in the same
+// command buffer does not count toward a 300 ms timeout (a launch that held it would: a false
+// "no progress" and a failed communicator).
+void CollectiveFailure::slowWorkAroundAnAllReduce(bool before) {
   makeRanks(2, 300 * kMs);
   CommandBufferCreateInfo graph;
   graph.usage = CommandBufferUsage::Graph;
@@ -599,17 +603,28 @@ TEST_P(CollectiveFailure, WorkBeforeACollectiveInAGraphDoesNotCountTowardItsTime
     buf.push_back(deviceBuffer(r, kN * 4));
     ASSERT_OK(ranks_[r].device->createCommandBuffer(graph, cbs[r].put()));
     ASSERT_OK(cbs[r]->begin());
-    ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
+    if (before) ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
     ASSERT_OK(
         cbs[r]->allReduce(comm(r), buf[r], 0, buf[r], 0, kN, ElementType::Float32, ReduceOp::Sum));
+    if (!before) ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
     ASSERT_OK(cbs[r]->end());
     done.push_back(semaphore());
   }
   for (size_t r = 0; r < 2; ++r) ASSERT_OK(submitOne(ranks_[r].comm, *cbs[r], done[r]));
   for (size_t r = 0; r < 2; ++r) EXPECT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
-  CommunicatorState state;
-  ASSERT_OK(comm(0).getState(&state));
-  EXPECT_EQ(state, CommunicatorState::Ready);
+  for (size_t r = 0; r < 2; ++r) {
+    CommunicatorState state;
+    ASSERT_OK(comm(r).getState(&state));
+    EXPECT_EQ(state, CommunicatorState::Ready) << "rank " << r;
+  }
+}
+
+TEST_P(CollectiveFailure, WorkBeforeACollectiveInAGraphDoesNotCountTowardItsTimeout) {
+  slowWorkAroundAnAllReduce(true);
+}
+
+TEST_P(CollectiveFailure, WorkAfterACollectiveInAGraphDoesNotCountTowardItsTimeout) {
+  slowWorkAroundAnAllReduce(false);
 }
 
 TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMovesOn) {

@@ -24,10 +24,10 @@
 ///     library (NCCL, RCCL) into a child graph, at the first submission (not at end(): a
 ///     communicator's first collectives wait in the library for every peer). The communicators
 ///     keep that graph; when one of them fails or is destroyed, the graph is dropped and later
-///     submissions fail (ErrorInvalidState): record again. Each run of collectives starts a graph
-///     (the work before it is another graph), and the failure watch times that graph's launch
-///     against the communicator's timeout: the collectives and the work recorded after them, up
-///     to the next run of collectives or the end of the recording;
+///     submissions fail (ErrorInvalidState): record again. Each run of collectives is a graph of
+///     its own (the work before it and the work after it are other graphs), so that the failure
+///     watch, which times that graph's launch against the communicator's timeout, times the
+///     collectives alone;
 ///   - the commands of one graph form a linear chain of dependencies, in recording order.
 /// Re-recording (begin ... end) updates in place (cuGraphExecUpdate / hipGraphExecUpdate) an
 /// executable graph of an earlier recording of the same shape that no submission uses any more
