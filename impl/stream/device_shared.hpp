@@ -56,10 +56,20 @@ struct DeviceShared {
   void freeAllocation(const core::Allocation& a) {
     std::lock_guard<std::mutex> lock(captureMutex_);
     if (captures_ > 0) {
-      heldFrees_.push_back(a);
+      held_.push_back(Held{a, nullptr, 0});
       return;
     }
     freeNow(a);
+  }
+  // Releases imported memory (`memory`, from importMemoryFd) and its mapping at `address` (0:
+  // none); the same way: its mapping is freed as device memory is.
+  void releaseExternalMemory(void* memory, uint64_t address) {
+    std::lock_guard<std::mutex> lock(captureMutex_);
+    if (captures_ > 0) {
+      held_.push_back(Held{core::Allocation{}, memory, address});
+      return;
+    }
+    releaseNow(memory, address);
   }
 
   // A stream capture on this device, from its begin to its end. HIP's hipFree and hipHostFree
@@ -75,8 +85,9 @@ struct DeviceShared {
     ~CaptureScope() {
       std::lock_guard<std::mutex> lock(d_.captureMutex_);
       if (--d_.captures_ > 0) return;
-      for (const core::Allocation& a : d_.heldFrees_) d_.freeNow(a);
-      d_.heldFrees_.clear();
+      for (const Held& h : d_.held_)
+        h.memory ? d_.releaseNow(h.memory, h.address) : d_.freeNow(h.allocation);
+      d_.held_.clear();
     }
     CaptureScope(const CaptureScope&) = delete;
     CaptureScope& operator=(const CaptureScope&) = delete;
@@ -106,9 +117,21 @@ struct DeviceShared {
       case MemoryTag::HostPinned: (void)driver.hostFree(a.host); break;
     }
   }
+  // captureMutex_ held.
+  void releaseNow(void* memory, uint64_t address) {
+    ContextScope scope(driver, config.context, ContextScope::kRelease, "releasing imported memory");
+    if (address) (void)driver.memFree(address);
+    (void)driver.destroyExternalMemory(memory);
+  }
+  // A release held during a capture: `allocation`, or imported `memory` and its mapping.
+  struct Held {
+    core::Allocation allocation;
+    void* memory;
+    uint64_t address;
+  };
   std::mutex captureMutex_;
-  int captures_ = 0;                         // captureMutex_
-  std::vector<core::Allocation> heldFrees_;  // captureMutex_
+  int captures_ = 0;        // captureMutex_
+  std::vector<Held> held_;  // captureMutex_
 };
 
 }  // namespace

@@ -45,12 +45,9 @@ class StreamExternalMemory final : public core::Object {
  public:
   StreamExternalMemory(std::shared_ptr<DeviceShared> shared, void* memory)
       : shared_(std::move(shared)), memory_(memory) {}
-  ~StreamExternalMemory() override {
-    ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
-                       "releasing imported memory");
-    if (address_) (void)shared_->driver.memFree(address_);
-    (void)shared_->driver.destroyExternalMemory(memory_);
-  }
+  // Through the device, which holds the release while one of its captures is in progress (HIP's
+  // hipFree synchronizes the device: DeviceShared::CaptureScope).
+  ~StreamExternalMemory() override { shared_->releaseExternalMemory(memory_, address_); }
   void setAddress(uint64_t address) noexcept { address_ = address; }
 
  private:

@@ -603,10 +603,14 @@ void CollectiveFailure::slowWorkAroundAnAllReduce(bool before) {
     buf.push_back(deviceBuffer(r, kN * 4));
     ASSERT_OK(ranks_[r].device->createCommandBuffer(graph, cbs[r].put()));
     ASSERT_OK(cbs[r]->begin());
-    if (before) ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
+    if (before) {
+      ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
+    }
     ASSERT_OK(
         cbs[r]->allReduce(comm(r), buf[r], 0, buf[r], 0, kN, ElementType::Float32, ReduceOp::Sum));
-    if (!before) ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
+    if (!before) {
+      ASSERT_OK(cbs[r]->hostCall(+slow, nullptr, kHostCallInfallible));
+    }
     ASSERT_OK(cbs[r]->end());
     done.push_back(semaphore());
   }

@@ -528,7 +528,9 @@ TEST_P(FaultCaseTest, AGraphWithACollectiveWhoseFirstBuildFailsRunsAtTheNextSubm
     for (size_t r = 0; r < 2; ++r) ASSERT_OK(queues[r].waitIdle(kLongNs));
     cbs.clear();
     comms.clear();
-    if (capturesHeld(GetParam()) >= 0) EXPECT_EQ(capturesHeld(GetParam()), 0);
+    if (capturesHeld(GetParam()) >= 0) {
+      EXPECT_EQ(capturesHeld(GetParam()), 0);
+    }
   }
   expectAllocations(allocations);
 }

@@ -368,6 +368,31 @@ class NativeInterop : public ::testing::Test {
     return cb;
   }
 
+  // The HIP device of the Vulkan device's GPU (on an NVIDIA GPU through the translation
+  // library), or null with the reason in *why.
+  PhysicalDevice hipTwin(std::string* why) {
+    PhysicalDeviceProperties cudaProps;
+    EXPECT_OK(cudaPhysical.getProperties(&cudaProps));
+    uint32_t count = 0;
+    EXPECT_OK(instance->enumeratePhysicalDevices(&count, nullptr));
+    std::vector<PhysicalDevice> pds(count);
+    EXPECT_OK(instance->enumeratePhysicalDevices(&count, pds.data()));
+    for (PhysicalDevice pd : pds) {
+      PhysicalDeviceProperties p;
+      if (pd.getProperties(&p) != Result::Success || p.backend != BackendKind::Hip ||
+          std::memcmp(p.uuid, cudaProps.uuid, 16) != 0)
+        continue;
+      if (!(p.capabilities & kCapabilityExternalMemoryOpaqueFd)) {
+        *why = "the HIP runtime cannot import external memory";
+        return PhysicalDevice();
+      }
+      return pd;
+    }
+    *why = "no HIP device is the Vulkan device " + vk->name +
+           " (on an NVIDIA GPU: BATON_HIP_DRIVER=<libbaton_hip_over_cuda.so>)";
+    return PhysicalDevice();
+  }
+
   // One baton submission.
   static Result submit(Queue queue, std::vector<SemaphoreValue> waits,
                        std::vector<CommandBuffer> commandBuffers,
@@ -938,27 +963,9 @@ TEST_F(NativeInterop, MemoryImportOfARangeMapsThatRange) {
 // the Vulkan device: on the H100 through the translation library (BATON_HIP_DRIVER). Ordered
 // through the host: HIP's semaphore interop is bridged, and this test is about the memory.
 TEST_F(NativeInterop, HipImportsVulkanMemoryNatively) {
-  PhysicalDeviceProperties cudaProps;
-  ASSERT_OK(cudaPhysical.getProperties(&cudaProps));  // the Vulkan device's GPU
-  uint32_t count = 0;
-  ASSERT_OK(instance->enumeratePhysicalDevices(&count, nullptr));
-  std::vector<PhysicalDevice> pds(count);
-  ASSERT_OK(instance->enumeratePhysicalDevices(&count, pds.data()));
-  PhysicalDevice hipPhysical;
-  PhysicalDeviceProperties hipProps;
-  for (PhysicalDevice pd : pds) {
-    PhysicalDeviceProperties p;
-    ASSERT_OK(pd.getProperties(&p));
-    if (p.backend == BackendKind::Hip && std::memcmp(p.uuid, cudaProps.uuid, 16) == 0) {
-      hipPhysical = pd;
-      hipProps = p;
-    }
-  }
-  if (!hipPhysical)
-    GTEST_SKIP() << "no HIP device is the Vulkan device " << vk->name
-                 << " (on an NVIDIA GPU: BATON_HIP_DRIVER=<libbaton_hip_over_cuda.so>)";
-  if (!(hipProps.capabilities & kCapabilityExternalMemoryOpaqueFd))
-    GTEST_SKIP() << "the HIP runtime cannot import external memory";
+  std::string skip;
+  PhysicalDevice hipPhysical = hipTwin(&skip);
+  if (!hipPhysical) GTEST_SKIP() << skip;
   UniqueDevice hip;
   ASSERT_OK(instance->createDevice(hipPhysical, DeviceCreateInfo{}, hip.put()));
   Queue hipQueue;
@@ -1006,6 +1013,71 @@ TEST_F(NativeInterop, HipImportsVulkanMemoryNatively) {
     ASSERT_EQ(values[i], inside ? 0x55555555u : 0xAAAAAAAAu) << "byte offset " << i * 4;
   }
   EXPECT_OK(hip->waitIdle(kLongNs));
+}
+
+// A capturable native callback that stays in its capture (at end() of a graph command buffer)
+// until `released`, having said it started; 10 s at most.
+struct LongCapture {
+  std::atomic<bool> started{false}, released{false};
+  static Result run(const NativeQueue&, void* user) {
+    auto* c = static_cast<LongCapture*>(user);
+    c->started = true;
+    for (int i = 0; i < 1000 && !c->released; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return Result::Success;
+  }
+};
+
+// Imported memory released on another thread while a graph command buffer of the same device
+// captures: the release waits for the capture's end. Under HIP, the mapping is freed with
+// hipFree, which synchronizes the device, and a device synchronization during a stream capture
+// ends it invalidated (end() would fail); CUDA is checked the same way.
+TEST_F(NativeInterop, ImportedMemoryReleasedDuringACaptureIsReleasedAfterIt) {
+  std::string noHip;
+  PhysicalDevice hipPhysical = hipTwin(&noHip);
+  UniqueDevice hip;
+  if (hipPhysical) {
+    ASSERT_OK(instance->createDevice(hipPhysical, DeviceCreateInfo{}, hip.put()));
+  } else {
+    std::printf("HIP not checked: %s\n", noHip.c_str());
+  }
+  std::string why;
+  VulkanBuffer shared = exportableAnyKind(64 * 1024, &why);
+  ASSERT_TRUE(shared.buffer) << why;
+  for (UniqueDevice* device : {&cuda, &hip}) {
+    if (!*device) continue;
+    SCOPED_TRACE(device == &cuda ? "cuda" : "hip");
+    PhysicalDevice physical;
+    ASSERT_OK((*device)->getPhysicalDevice(&physical));
+    PhysicalDeviceProperties props;
+    ASSERT_OK(physical.getProperties(&props));
+    if (!(props.capabilities & kCapabilityGraphCommandBuffers)) {
+      std::printf("%s not checked: no graph command buffers\n", backendName(props.backend));
+      continue;
+    }
+    UniqueBuffer imported;
+    ASSERT_OK(importVulkanMemory(**device, nativeMemoryInfo(shared), imported.put()));
+    CommandBufferCreateInfo graph;
+    graph.usage = CommandBufferUsage::Graph;
+    UniqueCommandBuffer cb;
+    ASSERT_OK((*device)->createCommandBuffer(graph, cb.put()));
+    ASSERT_OK(cb->begin());
+    LongCapture capture;
+    ASSERT_OK(cb->native(&LongCapture::run, &capture, kNativeCapturable));
+    std::thread releasing([&] {
+      while (!capture.started) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      imported.reset();  // the last reference: the mapping and the import go
+      capture.released = true;
+    });
+    EXPECT_OK(cb->end()) << "the capture was not disturbed by the release";
+    releasing.join();
+    Queue queue;
+    ASSERT_OK((*device)->getQueue(0, &queue));
+    UniqueSemaphore done = plain("done");
+    ASSERT_OK(submit(queue, {}, {*cb}, {{*done, 1}}));
+    EXPECT_OK(done->wait(1, kLongNs));
+    EXPECT_OK((*device)->waitIdle(kLongNs));
+  }
 }
 
 // ---- failure ---------------------------------------------------------------------------------
