@@ -8,7 +8,7 @@
 // Every test needs a CUDA driver, a baton CUDA device whose UUID is the Vulkan device's, and a
 // Vulkan driver that exports timelines and memory as OPAQUE_FD; otherwise it skips and prints
 // every reason (CI: no GPU, and lavapipe has no VK_KHR_external_semaphore_fd). On the H100 test
-// machine, BATON_VULKAN_DEVICE=H100 picks the NVIDIA Vulkan device.
+// machine, BATON_VULKAN_DEVICE=NVIDIA picks the NVIDIA Vulkan device.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
