@@ -368,16 +368,22 @@ class NativeInterop : public ::testing::Test {
     return cb;
   }
 
+  // Every physical device of the instance.
+  std::vector<PhysicalDevice> physicalDevices() {
+    uint32_t count = 0;
+    EXPECT_OK(instance->enumeratePhysicalDevices(&count, nullptr));
+    std::vector<PhysicalDevice> pds(count);
+    EXPECT_OK(instance->enumeratePhysicalDevices(&count, pds.data()));
+    pds.resize(count);
+    return pds;
+  }
+
   // The HIP device of the Vulkan device's GPU (on an NVIDIA GPU through the translation
   // library), or null with the reason in *why.
   PhysicalDevice hipTwin(std::string* why) {
     PhysicalDeviceProperties cudaProps;
     EXPECT_OK(cudaPhysical.getProperties(&cudaProps));
-    uint32_t count = 0;
-    EXPECT_OK(instance->enumeratePhysicalDevices(&count, nullptr));
-    std::vector<PhysicalDevice> pds(count);
-    EXPECT_OK(instance->enumeratePhysicalDevices(&count, pds.data()));
-    for (PhysicalDevice pd : pds) {
+    for (PhysicalDevice pd : physicalDevices()) {
       PhysicalDeviceProperties p;
       if (pd.getProperties(&p) != Result::Success || p.backend != BackendKind::Hip ||
           std::memcmp(p.uuid, cudaProps.uuid, 16) != 0)
@@ -1133,10 +1139,7 @@ TEST_F(NativeInterop, AFailedCudaProducerFailsTheChainAndReleasesVulkan) {
 TEST_F(NativeInterop, NativeImportIntoAnotherGpuIsADeviceMismatch) {
   PhysicalDeviceProperties mine;
   ASSERT_OK(cudaPhysical.getProperties(&mine));
-  uint32_t count = 0;
-  ASSERT_OK(instance->enumeratePhysicalDevices(&count, nullptr));
-  std::vector<PhysicalDevice> pds(count);
-  ASSERT_OK(instance->enumeratePhysicalDevices(&count, pds.data()));
+  const std::vector<PhysicalDevice> pds = physicalDevices();
   PhysicalDevice other;
   for (PhysicalDevice pd : pds) {
     PhysicalDeviceProperties p;
