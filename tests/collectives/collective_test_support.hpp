@@ -80,7 +80,8 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
     support_ = support;
   }
 
-  // `n` ranks (n <= devices), made with createCommunicators; timeout in ns (0: default).
+  // `n` ranks (n <= devices), made with createCommunicators; timeout in ns (0: default). Call it
+  // inside ASSERT_NO_FATAL_FAILURE: after a failure ranks_ holds fewer than `n`.
   void makeRanks(size_t n, uint64_t timeoutNs = 0) {
     ASSERT_LE(n, physicals_.size()) << "not enough devices";
     std::vector<Device> devices;

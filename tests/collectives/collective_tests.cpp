@@ -56,7 +56,7 @@ class CollectiveOps : public CollectiveTest {
 };
 
 TEST_P(CollectiveOps, AllReduceSumOfEveryElementType) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   for (ElementType type : kAllTypes) {
     const uint64_t bytes = kN * elementSize(type);
     std::vector<Buffer> src, dst;
@@ -76,7 +76,7 @@ TEST_P(CollectiveOps, AllReduceSumOfEveryElementType) {
 }
 
 TEST_P(CollectiveOps, EveryReduceOpOnFloatAndIntegerTypes) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   for (ElementType type : {ElementType::Float32, ElementType::Int32, ElementType::Bfloat16}) {
     for (ReduceOp op :
          {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg}) {
@@ -100,7 +100,7 @@ TEST_P(CollectiveOps, EveryReduceOpOnFloatAndIntegerTypes) {
 }
 
 TEST_P(CollectiveOps, InPlaceAllReduce) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   const ElementType type = ElementType::Float64;
   const uint64_t bytes = kN * 8;
   std::vector<Buffer> buf;
@@ -118,7 +118,7 @@ TEST_P(CollectiveOps, InPlaceAllReduce) {
 
 TEST_P(CollectiveOps, BroadcastReduceAllGatherReduceScatterAllToAll) {
   const size_t n = std::min<size_t>(3, physicals_.size());
-  makeRanks(n);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(n));
   const ElementType type = ElementType::Int32;
   const uint64_t es = 4, slot = kN * es, all = n * kN;
   std::vector<Buffer> src, wide, dst;
@@ -181,7 +181,7 @@ TEST_P(CollectiveOps, BroadcastReduceAllGatherReduceScatterAllToAll) {
 
 TEST_P(CollectiveOps, SendsAndReceivesInOneCommandBufferDoNotDeadlock) {
   const size_t n = std::min<size_t>(3, physicals_.size());
-  makeRanks(n);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(n));
   const ElementType type = ElementType::Float32;
   const uint64_t bytes = kN * 4;
   std::vector<Buffer> src, left, right;
@@ -211,7 +211,7 @@ TEST_P(CollectiveOps, SendsAndReceivesInOneCommandBufferDoNotDeadlock) {
 // A rank's collective submitted before the work it waits for (on another rank, signalled from
 // the host last): both ranks complete once the value arrives, with the right data.
 TEST_P(CollectiveOps, WaitBeforeSignalAcrossRanks) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   const ElementType type = ElementType::Float32;
   const uint64_t bytes = kN * 4;
   std::vector<Buffer> src, dst;
@@ -252,7 +252,7 @@ TEST_P(CollectiveOps, WaitBeforeSignalAcrossRanks) {
 // the compute queue) signals, the comm queue all-reduces layer l while layer l+1 computes, and a
 // final step waits for every all-reduce.
 TEST_P(CollectiveOps, ComputeAndCommunicationPipelineAcrossQueues) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   constexpr int kLayers = 6;
   const ElementType type = ElementType::Int32;
   const uint64_t bytes = kN * 4;
@@ -290,7 +290,7 @@ TEST_P(CollectiveOps, ComputeAndCommunicationPipelineAcrossQueues) {
 
 TEST_P(CollectiveOps, SplitByColor) {
   const size_t n = std::min<size_t>(3, physicals_.size());
-  makeRanks(n);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(n));
   std::vector<UniqueCommunicator> parts(n);
   std::vector<std::thread> threads;
   std::vector<Result> results(n);
@@ -332,7 +332,7 @@ FakeNcclStatsFn fakeNcclStats(BackendKind kind) {
 // while it still exists (NCCL ends a communicator only once the graphs holding its collectives
 // are gone: baton drops them first, and a later submission fails with the reason).
 TEST_P(CollectiveOps, AGraphCommandBufferCapturesItsCollectivesAtItsFirstSubmission) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   const ElementType type = ElementType::Int32;
   const uint64_t bytes = kN * 4;
   std::vector<Buffer> src, dst, out;
@@ -439,7 +439,7 @@ class CollectiveOneRank : public CollectiveOps {
 // destroying a communicator whose collectives a graph command buffer still holds must not hang
 // (baton drops the graph first), and the command buffer then fails with the reason.
 TEST_P(CollectiveOneRank, ACommunicatorWhoseCollectivesAGraphHoldsIsDestroyedWithoutAHang) {
-  makeRanks(1);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(1));
   const uint64_t bytes = kN * 4;
   Buffer src = deviceBuffer(0, bytes), dst = deviceBuffer(0, bytes), out = pinnedBuffer(0, bytes);
   upload(0, src, encodeAll(ElementType::Float32, inputs(0, kN)));
@@ -481,7 +481,7 @@ TEST_P(CollectiveOneRank, ACommunicatorWhoseCollectivesAGraphHoldsIsDestroyedWit
 // command buffer's collective is being captured — its first collective waits in the library for
 // the peer's, as NCCL connects then — is freed once the capture ended, and the capture completes.
 TEST_P(CollectiveOps, MemoryFreedDuringACaptureIsFreedAfterIt) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   CommandBufferCreateInfo graph;
   graph.usage = CommandBufferUsage::Graph;
   std::vector<Buffer> buf;
@@ -589,7 +589,7 @@ class CollectiveFailure : public CollectiveTest {
 // command buffer does not count toward a 300 ms timeout (a launch that held it would: a false
 // "no progress" and a failed communicator).
 void CollectiveFailure::slowWorkAroundAnAllReduce(bool before) {
-  makeRanks(2, 300 * kMs);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2, 300 * kMs));
   CommandBufferCreateInfo graph;
   graph.usage = CommandBufferUsage::Graph;
   auto slow = [](void*) {
@@ -632,7 +632,7 @@ TEST_P(CollectiveFailure, WorkAfterACollectiveInAGraphDoesNotCountTowardItsTimeo
 }
 
 TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMovesOn) {
-  makeRanks(2, 300 * kMs);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2, 300 * kMs));
   // For the check that the device stays usable, made before the stall: with a collective stuck
   // on the GPU (non-blocking calls, no ncclCommRevoke) a device allocation may wait for it.
   Buffer other = deviceBuffer(0, 16);
@@ -683,7 +683,7 @@ TEST_P(CollectiveFailure, NoProgressFailsTheSignalsWithinTheTimeoutAndTheQueueMo
 // The peer never runs even its first collective: the library cannot finish enqueueing ours (it
 // makes its connections then), and the timeout fails it just the same.
 TEST_P(CollectiveFailure, AFirstCollectiveWhosePeerNeverComesFailsWithinTheTimeout) {
-  makeRanks(2, 300 * kMs);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2, 300 * kMs));
   Buffer other = deviceBuffer(0, 16);  // before the stall (see the test above)
   Stalled s = stallAllReduce(1, /*warm=*/false);
   const auto start = Clock::now();
@@ -713,7 +713,7 @@ TEST_P(CollectiveFailure, TheTraceShowsCollectivesAndTheFailure) {
   const std::string path = ::testing::TempDir() + "collectives-trace-" + backendName(GetParam()) +
                            "-" + std::to_string(getpid()) + ".json";
   ASSERT_TRUE(baton::core::trace::start(path));
-  makeRanks(2, 300 * kMs);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2, 300 * kMs));
   Stalled s = stallAllReduce(1);  // a warm-up allReduce on both ranks, then the stall
   EXPECT_EQ(s.done[0].wait(1, kLongNs), Result::ErrorSemaphoreFailed);
   ASSERT_TRUE(baton::core::trace::stop().ok());
@@ -748,7 +748,8 @@ TEST_P(CollectiveFailure, ALibraryErrorFailsTheSignalsAtOnce) {
   auto inject =
       module ? reinterpret_cast<Inject>(dlsym(module, "batonFakeNcclInjectAsyncError")) : nullptr;
   if (!inject) GTEST_SKIP() << "needs the fake NCCL (batonFakeNcclInjectAsyncError) to inject";
-  makeRanks(2, kLongNs);  // the timeout does not find it: the library's error does
+  ASSERT_NO_FATAL_FAILURE(
+      makeRanks(2, kLongNs));  // the timeout does not find it: the library's error does
   Stalled s = stallAllReduce(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // ncclRemoteError, as NCCL reports a peer that died over sockets; null: on every live
@@ -771,7 +772,7 @@ TEST_P(CollectiveFailure, EveryLibraryCallFailsCleanly) {
   using Stats = FakeNcclStats;
   FakeNcclStatsFn stats = fakeNcclStats(GetParam());
   if (!stats) GTEST_SKIP() << "needs the fake NCCL (batonFakeNcclStats) to count communicators";
-  makeRanks(2, 300 * kMs);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2, 300 * kMs));
   for (Rank& r : ranks_) r.communicator.reset();  // the runs make their own
   std::vector<Buffer> bufs = {deviceBuffer(0, kN * 4), deviceBuffer(1, kN * 4)};
   auto live = [&] {
@@ -879,7 +880,7 @@ TEST_P(CollectiveFailure, SurvivorsShrinkAndTheNextAllReduceIsCorrect) {
     commandBuffers_.clear();
     semaphores_.clear();
     ranks_.clear();
-    makeRanks(n, 300 * kMs);
+    ASSERT_NO_FATAL_FAILURE(makeRanks(n, 300 * kMs));
     const size_t dead = n - 1;
     Stalled s = stallAllReduce(dead);
     Semaphore after = semaphore("after");
@@ -949,7 +950,7 @@ TEST_P(CollectiveFailure, SurvivorsShrinkAndTheNextAllReduceIsCorrect) {
 // ------------------------------------------------------------------------------------
 
 TEST_P(CollectiveOps, BadInputGetsAClearResult) {
-  makeRanks(2);
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   Buffer small = deviceBuffer(0, 64), big = deviceBuffer(0, 4096), other = deviceBuffer(1, 4096);
   CommandBuffer cb;
   ASSERT_OK(ranks_[0].device->createCommandBuffer(&cb));

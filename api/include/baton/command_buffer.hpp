@@ -27,7 +27,9 @@
 ///     submissions fail (ErrorInvalidState): record again. Each run of collectives is a graph of
 ///     its own (the work before it and the work after it are other graphs), so that the failure
 ///     watch, which times that graph's launch against the communicator's timeout, times the
-///     collectives alone;
+///     collectives alone. Drive one GPU per process for this: with several ranks of a
+///     communicator in one process, NCCL 2.28's capture failed on two H200s (the guide,
+///     "Collectives in a graph");
 ///   - the commands of one graph form a linear chain of dependencies, in recording order.
 /// Re-recording (begin ... end) updates in place (cuGraphExecUpdate / hipGraphExecUpdate) an
 /// executable graph of an earlier recording of the same shape that no submission uses any more
