@@ -50,12 +50,9 @@ baton::Semaphore semaphore(const char* name) {
 
 void makeCurrent(const Rank& r) { CU_OK(cu->cuCtxSetCurrent(r.context)); }
 
-baton::CommandBuffer record(const Rank& r, const std::function<Result(baton::CommandBuffer)>& fn,
-                            baton::CommandBufferUsage usage) {
+baton::CommandBuffer record(const Rank& r, const std::function<Result(baton::CommandBuffer)>& fn) {
   baton::CommandBuffer cb;
-  baton::CommandBufferCreateInfo info;
-  info.usage = usage;
-  BATON_OK(r.device.createCommandBuffer(info, &cb));
+  BATON_OK(r.device.createCommandBuffer(&cb));
   BATON_OK(cb.begin());
   BATON_OK(fn(cb));
   BATON_OK(cb.end());

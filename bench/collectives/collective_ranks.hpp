@@ -116,11 +116,9 @@ void makeCurrent(const Rank& r);
 enum class Streams { Comm, Compute };
 void rawFinish(Streams which);
 
-// A command buffer of rank r's device holding what `fn` records; `usage` Graph: a graph command
-// buffer (baton/command_buffer.hpp).
+// A command buffer of rank r's device holding what `fn` records.
 baton::CommandBuffer record(const Rank& r,
-                            const std::function<baton::Result(baton::CommandBuffer)>& fn,
-                            baton::CommandBufferUsage usage = baton::CommandBufferUsage::Replay);
+                            const std::function<baton::Result(baton::CommandBuffer)>& fn);
 // Semaphore::wait, ending the run after kWaitTimeoutNs.
 void wait(baton::Semaphore s, uint64_t value);
 // Runs `fn`'s commands on rank r's comm queue and waits for them (set-up and checks: not timed).

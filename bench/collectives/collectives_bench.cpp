@@ -29,18 +29,6 @@
 //              step's end before the next (the optimizer's turn). Median step time, target
 //              <= 1.02x; overlap = (compute alone + communication alone) / step time, the two
 //              "alone" figures measured on the raw side in the same run.
-//   graph      the latency figure with graphs: raw NCCL captured once per size into a CUDA graph
-//              per rank (both ranks' streams capturing, one group of both ranks' calls, as
-//              nccl-tests' -G), cuGraphLaunch on each rank's stream, cuEventSynchronize on both;
-//              baton: the allReduce recorded in a graph command buffer per rank (captured from the
-//              library at its first submission), submitted and waited for as in `latency`. Also
-//              each side's first run: raw capture + instantiate + launch, baton's first
-//              submission (the capture and instantiation inside it). Target: <= 1.1x. Only
-//              when named (not among "none named: all"): on two H200s with NCCL 2.28.3
-//              (2026-11-29) the raw capture failed (cuGraphInstantiate:
-//              CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED) and so did baton's with blocking calls, two
-//              GPUs driven by one process being the case NCCL advises against for graphs; it runs
-//              on the emulated driver (the smoke test below).
 //
 // What the comparison includes on baton's side (impl/stream/collectives.hpp): collectives are
 // issued for each device by its caller thread (the issuing thread hands each group over and waits),
@@ -55,9 +43,8 @@
 // (cuda_symbols.hpp, as bench/cuda/raw_cuda.cpp), its NCCL calls through raw_nccl.hpp; the ranks
 // of both sides are made in collective_ranks.cpp.
 //
-// Options: benchmark names (bandwidth latency pipeline graph; none: the first three); --quick
-// (sizes up to 8 MiB, 4 MiB layers, few iterations: seconds); --sizes LIST (the bandwidth sizes,
-// e.g. 8,1K,64M,1G);
+// Options: benchmark names (bandwidth latency pipeline; none: all); --quick (sizes up to 8 MiB,
+// 4 MiB layers, few iterations: seconds); --sizes LIST (the bandwidth sizes, e.g. 8,1K,64M,1G);
 // --iterations N (per repetition: allReduces per bandwidth timing, allReduces per latency
 // repetition, pipeline steps); --reps N (repetitions of each side); --layers N; --kernel-us US;
 // --layer-size SIZE; --backend cuda|hip (baton's backend; the raw side is CUDA and NCCL either
@@ -123,8 +110,7 @@ uint64_t parseSize(const std::string& text) {
 // ---- options ------------------------------------------------------------------------------------
 
 struct Options {
-  // None named: the first three (graph only when named: the file comment says why).
-  bool bandwidth = false, latency = false, pipeline = false, graph = false;
+  bool bandwidth = false, latency = false, pipeline = false;  // none named: all
   bool quick = false;
   std::vector<uint64_t> sizes;  // --sizes; empty: the defaults
   int iterations = 0;           // 0: per benchmark (below)
@@ -185,19 +171,15 @@ struct AllReduce {
 };
 
 // Command buffers for `bytes` of the given buffers (which may be larger).
-void recordAllReduce(AllReduce& a, uint64_t bytes,
-                     baton::CommandBufferUsage usage = baton::CommandBufferUsage::Replay) {
+void recordAllReduce(AllReduce& a, uint64_t bytes) {
   a.bytes = bytes;
   for (int i = 0; i < kRanks; ++i) {
     if (a.cb[i]) BATON_OK(a.cb[i].destroy());
     Rank& r = env.ranks[i];
-    a.cb[i] = record(
-        r,
-        [&](baton::CommandBuffer cb) {
-          return cb.allReduce(r.communicator, a.src[i], 0, a.dst[i], 0, bytes / 4,
-                              baton::ElementType::Float32, baton::ReduceOp::Sum);
-        },
-        usage);
+    a.cb[i] = record(r, [&](baton::CommandBuffer cb) {
+      return cb.allReduce(r.communicator, a.src[i], 0, a.dst[i], 0, bytes / 4,
+                          baton::ElementType::Float32, baton::ReduceOp::Sum);
+    });
   }
 }
 // Buffers of `bytes` per rank: sources of 1.0f, destinations of 0.
@@ -290,12 +272,6 @@ struct Row {
   double rawGbs() const { return busbw(rawUs); }
   double batonGbs() const { return busbw(batonUs); }
 };
-// The graph figure's row: the latency with graphs, and each side's first run (microseconds).
-struct GraphRow {
-  uint64_t bytes;
-  double rawUs, batonUs, rawFirstUs, batonFirstUs;
-};
-std::vector<GraphRow> graphRows;
 struct PipelineResult {
   bool ran = false;
   uint64_t layerBytes = 0;
@@ -583,90 +559,6 @@ void benchPipeline() {
   }
 }
 
-// ---- 4. graphs -------------------------------------------------------------------------------
-
-// Raw NCCL captured into CUDA graphs, as nccl-tests' -G does: both ranks' streams capturing, one
-// group of both ranks' calls, one executable graph per rank.
-struct RawGraphs {
-  CUgraphExec exec[kRanks] = {};
-};
-RawGraphs captureRawAllReduce(const AllReduce& a) {
-  RawGraphs g;
-  for (int k = 0; k < kRanks; ++k) {
-    makeCurrent(env.ranks[k]);
-    CU_OK(cu->cuStreamBeginCapture(env.ranks[k].commStream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-  }
-  NCCL_OK(nccl.ncclGroupStart());
-  for (int k = 0; k < kRanks; ++k) {
-    const Rank& r = env.ranks[k];
-    NCCL_OK(nccl.ncclAllReduce(pointer(a.srcAddress[k]), pointer(a.dstAddress[k]), a.bytes / 4,
-                               ncclFloat32, ncclSum, r.ncclComm, r.commStream));
-  }
-  NCCL_GROUP_END();
-  for (int k = 0; k < kRanks; ++k) {
-    makeCurrent(env.ranks[k]);
-    CUgraph graph = nullptr;
-    CU_OK(cu->cuStreamEndCapture(env.ranks[k].commStream, &graph));
-    CU_OK(cu->cuGraphInstantiate(&g.exec[k], graph, 0));
-    CU_OK(cu->cuGraphDestroy(graph));
-  }
-  return g;
-}
-void release(RawGraphs& g) {
-  for (int k = 0; k < kRanks; ++k) {
-    makeCurrent(env.ranks[k]);
-    CU_OK(cu->cuGraphExecDestroy(g.exec[k]));
-  }
-}
-// `iterations` launches of each rank's graph, then the host sees both streams' ends.
-double rawGraphLaunches(const RawGraphs& g, int iterations) {
-  const Clock::time_point t0 = Clock::now();
-  for (int i = 0; i < iterations; ++i)
-    for (int k = 0; k < kRanks; ++k) CU_OK(cu->cuGraphLaunch(g.exec[k], env.ranks[k].commStream));
-  rawFinish(Streams::Comm);
-  return secondsSince(t0);
-}
-
-void benchGraphs() {
-  const std::vector<uint64_t> sizes = latencySizes();
-  AllReduce a = allocateAllReduce(sizes.back());
-  const int iterations = latencyIterations();
-  std::printf(
-      "\nallReduce latency with graphs: one at a time, as `latency` (raw: NCCL captured into a "
-      "CUDA graph per rank, cuGraphLaunch; baton: graph command buffers); median of %d x %d per "
-      "side, alternating; first run: raw capture + instantiate + launch, baton's first "
-      "submission (capture and instantiation inside)\n",
-      reps(), iterations);
-  std::printf("%10s %12s %12s %8s %14s %14s\n", "size", "raw us", "baton us", "ratio",
-              "raw first us", "baton first us");
-  for (uint64_t bytes : sizes) {
-    recordAllReduce(a, bytes, baton::CommandBufferUsage::Graph);
-    Clock::time_point t0 = Clock::now();
-    RawGraphs g = captureRawAllReduce(a);
-    rawGraphLaunches(g, 1);
-    const double rawFirst = secondsSince(t0) * 1e6;
-    std::string bad = checkAllReduce(a, "raw graph");
-    const double batonFirst = batonAllReduces(a, 1) * 1e6;
-    bad += checkAllReduce(a, "baton graph");
-    if (!bad.empty()) failures.push_back(bad);
-    rawGraphLaunches(g, 5);
-    batonAllReduces(a, 5);
-    std::vector<double> raw, ours;
-    for (int rep = 0; rep < reps(); ++rep) {
-      for (int i = 0; i < iterations; ++i) raw.push_back(rawGraphLaunches(g, 1) * 1e6);
-      for (int i = 0; i < iterations; ++i) ours.push_back(batonAllReduces(a, 1) * 1e6);
-    }
-    release(g);
-    const GraphRow row{bytes, median(raw), median(ours), rawFirst, batonFirst};
-    const double ratio = row.batonUs / row.rawUs;
-    graphRows.push_back(row);
-    std::printf("%10s %12.2f %12.2f %7.3fx %14.1f %14.1f%s\n", sizeText(bytes).c_str(), row.rawUs,
-                row.batonUs, ratio, row.rawFirstUs, row.batonFirstUs, verdict(true, ratio <= 1.1));
-  }
-  std::printf("target: <= 1.1x\n");
-  release(a);
-}
-
 // ---- header and JSON ---------------------------------------------------------------------------
 
 std::string versionText(int code) {
@@ -741,16 +633,6 @@ void writeJson(const char* path) {
   };
   rows("bandwidth", bandwidthRows, true);
   rows("latency", latencyRows, false);
-  std::fprintf(f, "  \"graph_latency\": [");
-  for (size_t i = 0; i < graphRows.size(); ++i) {
-    const GraphRow& r = graphRows[i];
-    std::fprintf(f,
-                 "%s\n    {\"bytes\": %llu, \"raw_us\": %.3f, \"baton_us\": %.3f, \"ratio\": "
-                 "%.4f, \"raw_first_us\": %.1f, \"baton_first_us\": %.1f}",
-                 i ? "," : "", static_cast<unsigned long long>(r.bytes), r.rawUs, r.batonUs,
-                 r.batonUs / r.rawUs, r.rawFirstUs, r.batonFirstUs);
-  }
-  std::fprintf(f, "%s],\n", graphRows.empty() ? "" : "\n  ");
   if (burst.rawUs > 0)
     std::fprintf(f,
                  "  \"burst\": {\"calls\": %d, \"bytes\": %llu, \"idle_us\": %d, \"raw_us\": %.2f, "
@@ -780,7 +662,7 @@ int main(int argc, char** argv) {
   // Before anything loads NCCL: NVLink multicast can take the GPU machines' GPUs out of service.
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const char* usage =
-      "usage: collectives_bench [bandwidth] [latency] [pipeline] [graph] [--quick] [--sizes LIST] "
+      "usage: collectives_bench [bandwidth] [latency] [pipeline] [--quick] [--sizes LIST] "
       "[--iterations N] [--reps N] [--layers N] [--kernel-us US] [--layer-size SIZE] "
       "[--backend cuda|hip] [--json FILE]\n";
   for (int i = 1; i < argc; ++i) {
@@ -806,8 +688,6 @@ int main(int argc, char** argv) {
       opt.latency = true;
     } else if (a == "pipeline") {
       opt.pipeline = true;
-    } else if (a == "graph") {
-      opt.graph = true;
     } else if (a == "--quick") {
       opt.quick = true;
     } else if (a == "--sizes") {
@@ -847,7 +727,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!opt.bandwidth && !opt.latency && !opt.pipeline && !opt.graph)
+  if (!opt.bandwidth && !opt.latency && !opt.pipeline)
     opt.bandwidth = opt.latency = opt.pipeline = true;
 
   setupRanks(opt.backend);
@@ -867,7 +747,6 @@ int main(int argc, char** argv) {
   if (opt.bandwidth) benchBandwidth(opt.sizes.empty() ? defaultBandwidthSizes() : opt.sizes);
   if (opt.latency) benchLatency();
   if (opt.pipeline) benchPipeline();
-  if (opt.graph) benchGraphs();
 
   int rc = 0;
   if (!failures.empty()) {

@@ -28,6 +28,7 @@ using core::format;
 using core::Status;
 
 std::atomic<bool> gRevokeDisabled{false};
+std::atomic<bool> gInProcessGraphCaptureAllowed{false};
 
 // How often the watch looks at the communicators with collectives in flight. Over sockets NCCL
 // reports a dead peer within ~1 ms (DESIGN §4), so a short period keeps the death-to-wake time
@@ -297,11 +298,13 @@ class StreamCommunicator final : public core::CommunicatorImpl {
  public:
   // `comm`: the non-blocking communicator (made, split, shrunk); `calls`: the blocking one split
   // from it for the collective calls, or null (BATON_NCCL_BLOCKING_CALLS=0: calls on `comm`).
-  // `rank` of `count`: the library's (queryRank).
+  // `rank` of `count`: the library's (queryRank). `localPeers`: other ranks of it may be in this
+  // process (made together by createCommunicators, or split or shrunk from such a one).
   StreamCommunicator(const CollectiveLibrary& lib, const CollectiveDevice& dev, std::string name,
                      uint64_t timeoutNs, ncclComm_t comm, ncclComm_t calls, uint32_t rank,
-                     uint32_t count)
+                     uint32_t count, bool localPeers)
       : lib(lib),
+        localPeers(localPeers && count > 1),
         driver(*dev.driver),
         context(dev.context),
         device(dev.device),
@@ -667,6 +670,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   }
 
   const CollectiveLibrary& lib;
+  const bool localPeers;  // other ranks of it may be in this process (constructor)
   const DriverTable& driver;
   void* const context;
   core::Device* const device;
@@ -709,8 +713,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
       (void)BATON_NCCL(lib, ncclCommAbort, made);
       return st.context(std::string(api));
     }
-    *out = Ref<core::CommunicatorImpl>::adopt(
-        new StreamCommunicator(lib, dev, newLabel, timeoutNs, made, calls[0], newRank, newCount));
+    *out = Ref<core::CommunicatorImpl>::adopt(new StreamCommunicator(
+        lib, dev, newLabel, timeoutNs, made, calls[0], newRank, newCount, localPeers));
     return Status();
   }
 
@@ -1128,7 +1132,7 @@ Status createCommunicators(const std::vector<CollectiveDevice>& devices,
   for (size_t i = 0; i < devices.size(); ++i)
     out->push_back(Ref<core::CommunicatorImpl>::adopt(
         new StreamCommunicator(lib, devices[i], setups[i].label, setups[i].timeoutNs, comms[i],
-                               calls[i], setups[i].rank, setups[i].rankCount)));
+                               calls[i], setups[i].rank, setups[i].rankCount, devices.size() > 1)));
   return Status();
 }
 
@@ -1416,6 +1420,26 @@ Status launchCollectiveGraph(const core::Command* commands, size_t count, Captur
   }
   if (st.ok()) Session::trace(commands, count, traceId);
   return s.finish(d, stream, std::move(st));
+}
+
+Status checkGraphCapture(const core::Command* commands, size_t count, size_t firstIndex) {
+  if (gInProcessGraphCaptureAllowed.load(std::memory_order_relaxed)) return Status();
+  for (size_t i = 0; i < count; ++i) {
+    if (commands[i].kind != core::Command::Kind::Collective) continue;
+    auto* c = static_cast<StreamCommunicator*>(commands[i].communicator->impl.get());
+    if (!c->localPeers || !c->blockingCalls()) continue;
+    return error(Result::ErrorNotSupported,
+                 "command %zu: %s has other ranks in this process, and NCCL does not capture "
+                 "their collectives into a graph with blocking calls (on two H200s, NCCL 2.28 "
+                 "invalidated the capture and the devices were lost): record them in a replayed "
+                 "command buffer, drive one GPU per process, or set BATON_NCCL_BLOCKING_CALLS=0",
+                 firstIndex + i, c->label.c_str());
+  }
+  return Status();
+}
+
+void setInProcessGraphCaptureAllowedForTests(bool allowed) {
+  gInProcessGraphCaptureAllowed.store(allowed, std::memory_order_relaxed);
 }
 
 DriverFaults* collectiveFaultsForTests() { return &collectiveFaults(); }

@@ -185,9 +185,21 @@ core::Status launchCollectiveGraph(
     const std::function<core::Status(const CaptureGroup& capture, void** exec)>& build,
     const std::function<core::Status(void* exec)>& launch);
 
+// Whether the collectives of commands[0, count), the list's from `firstIndex` (for the message),
+// may be captured into a graph (end() of a graph command buffer): ErrorNotSupported, saying why,
+// when one's communicator has other ranks in this process (made together by createCommunicators, or
+// split or shrunk from such a communicator) and takes blocking calls. On two H200s, NCCL 2.28.3
+// and 2.28.9 invalidated such a capture and the devices were lost at their next operations; with
+// one rank per process, or with non-blocking calls (BATON_NCCL_BLOCKING_CALLS=0), the same captures
+// ran.
+core::Status checkGraphCapture(const core::Command* commands, size_t count, size_t firstIndex);
+
 // Tests: make the engine behave as with a library without ncclCommRevoke (NCCL 2.28.3), or as
 // the loaded library does again. Thread safe.
 void setRevokeDisabledForTests(bool disabled);
+// Tests: let checkGraphCapture accept ranks of one process with blocking calls (the emulated
+// NCCL captures them), or refuse them again. Thread safe.
+void setInProcessGraphCaptureAllowedForTests(bool allowed);
 // Tests: the fault injection at the collective library's wrapper (BATON_NCCL), or null where
 // baton was built without nccl.h. Thread safe (DriverFaults).
 DriverFaults* collectiveFaultsForTests();

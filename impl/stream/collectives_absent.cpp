@@ -32,7 +32,12 @@ core::Status enqueueCollectives(const core::Command*, size_t, const DriverTable&
   return core::Status(Result::ErrorNotSupported, kReason);
 }
 
+core::Status checkGraphCapture(const core::Command*, size_t, size_t) {
+  return core::Status(Result::ErrorNotSupported, kReason);
+}
+
 void setRevokeDisabledForTests(bool) {}
+void setInProcessGraphCaptureAllowedForTests(bool) {}
 DriverFaults* collectiveFaultsForTests() { return nullptr; }
 
 }  // namespace baton::stream

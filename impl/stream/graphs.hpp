@@ -221,6 +221,7 @@ class GraphBuilder {
       // next commands or the next command list's.
       seg->suspends = fallibleRun;
       if (collectives) {
+        BATON_TRY(checkGraphCapture(&cmds[seg->first], seg->end - seg->first, seg->first));
         seg->captured = core::makeRef<CapturedExec>(d_, device_.config.context);
       } else {
         void* graph = nullptr;

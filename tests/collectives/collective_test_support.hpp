@@ -2,6 +2,7 @@
 // backend), element encoding for every ElementType, and a one-call "record, submit, signal".
 #pragma once
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "backend_fixture.hpp"
+#include "collectives.hpp"
 #include "elements.hpp"
 #include "test_support.hpp"
 
@@ -39,6 +41,18 @@ struct Rank {
 // Ranks on the devices of one backend (CUDA or HIP) in this process. Skips, with the reason, when
 // the backend, two devices or the collective library are absent — fails instead where
 // BATON_TEST_REQUIRE_COLLECTIVES=1 (the registrations on the fake driver set it).
+// tests/cuda/fake/fake_cuda.hpp's BatonFakeNcclStats, from the emulated NCCL (null elsewhere).
+struct FakeNcclStats {
+  uint64_t communicatorsLive, collectivesExecuted, p2pExecuted, opsAborted, opsLive, persistentLive;
+};
+using FakeNcclStatsFn = void (*)(FakeNcclStats*);
+inline FakeNcclStatsFn fakeNcclStats(BackendKind kind) {
+  const char* path =
+      std::getenv(kind == BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
+  void* module = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  return module ? reinterpret_cast<FakeNcclStatsFn>(dlsym(module, "batonFakeNcclStats")) : nullptr;
+}
+
 class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
  protected:
   // The communicators go first, as an application's should: with non-blocking calls on a library
@@ -78,6 +92,9 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
       GTEST_SKIP() << absent;
     }
     support_ = support;
+    // The emulated NCCL captures the collectives of ranks of one process, which the engine
+    // refuses for NCCL itself (stream::checkGraphCapture): the suite's graph runs use them.
+    baton::stream::setInProcessGraphCaptureAllowedForTests(fakeNcclStats(kind) != nullptr);
   }
 
   // `n` ranks (n <= devices), made with createCommunicators; timeout in ns (0: default). Call it

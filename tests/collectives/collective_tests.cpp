@@ -314,18 +314,6 @@ TEST_P(CollectiveOps, SplitByColor) {
 
 // ---- graph command buffers ---------------------------------------------------------------------
 
-// tests/cuda/fake/fake_cuda.hpp's BatonFakeNcclStats, from the emulated NCCL (null elsewhere).
-struct FakeNcclStats {
-  uint64_t communicatorsLive, collectivesExecuted, p2pExecuted, opsAborted, opsLive, persistentLive;
-};
-using FakeNcclStatsFn = void (*)(FakeNcclStats*);
-FakeNcclStatsFn fakeNcclStats(BackendKind kind) {
-  const char* path =
-      std::getenv(kind == BackendKind::Hip ? "BATON_RCCL_LIBRARY" : "BATON_NCCL_LIBRARY");
-  void* module = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
-  return module ? reinterpret_cast<FakeNcclStatsFn>(dlsym(module, "batonFakeNcclStats")) : nullptr;
-}
-
 // A graph command buffer with a collective between other commands: one graph per rank, built at
 // the first submission (the collective captured from the library then), launched again by the
 // later ones with new inputs; recorded again with another operator; its communicator destroyed
@@ -513,6 +501,56 @@ TEST_P(CollectiveOps, MemoryFreedDuringACaptureIsFreedAfterIt) {
   for (size_t r = 0; r < 2; ++r) ASSERT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
   std::vector<double> want(kN);
   for (uint64_t i = 0; i < kN; ++i) want[i] = input(0, i) + input(1, i);
+  for (size_t r = 0; r < 2; ++r)
+    expectValues(r, ElementType::Int32, download(r, buf[r], kN * 4), want, "allReduce");
+}
+
+// NCCL 2.28 did not capture the collectives of two ranks of one process with blocking calls (two
+// H200s: the capture invalidated, then the devices lost): end() refuses such a graph, saying why
+// and what to do, and a replayed command buffer runs the same collective. With non-blocking calls
+// (the -nonblocking registrations) the graph is accepted and runs.
+TEST_P(CollectiveOps, AGraphOfCollectivesOfRanksOfOneProcessIsRefusedWithBlockingCalls) {
+  ASSERT_NO_FATAL_FAILURE(makeRanks(2));
+  baton::stream::setInProcessGraphCaptureAllowedForTests(false);
+  const char* calls = std::getenv("BATON_NCCL_BLOCKING_CALLS");
+  const bool blocking = !(calls && std::string(calls) == "0");
+  std::vector<Buffer> buf;
+  std::vector<UniqueCommandBuffer> cbs(2);
+  std::vector<Semaphore> done;
+  for (size_t r = 0; r < 2; ++r) {
+    buf.push_back(deviceBuffer(r, kN * 4));
+    upload(r, buf[r], encodeAll(ElementType::Int32, inputs(r, kN)));
+    CommandBufferCreateInfo info;
+    info.usage = CommandBufferUsage::Graph;
+    ASSERT_OK(ranks_[r].device->createCommandBuffer(info, cbs[r].put()));
+    ASSERT_OK(cbs[r]->begin());
+    ASSERT_OK(cbs[r]->fillBuffer(buf[r], kN * 4 - 4, 4, 0));
+    ASSERT_OK(
+        cbs[r]->allReduce(comm(r), buf[r], 0, buf[r], 0, kN, ElementType::Int32, ReduceOp::Sum));
+    const Result ended = cbs[r]->end();
+    if (blocking) {
+      EXPECT_EQ(ended, Result::ErrorNotSupported) << "rank " << r;
+      const std::string why = lastErrorMessage();
+      EXPECT_TRUE(containsText(why, "command 1")) << why;
+      EXPECT_TRUE(containsText(why, "has other ranks in this process")) << why;
+      EXPECT_TRUE(containsText(why, "BATON_NCCL_BLOCKING_CALLS=0")) << why;
+      // The same commands replayed.
+      cbs[r].reset();
+      ASSERT_OK(ranks_[r].device->createCommandBuffer(cbs[r].put()));
+      ASSERT_OK(cbs[r]->begin());
+      ASSERT_OK(cbs[r]->fillBuffer(buf[r], kN * 4 - 4, 4, 0));
+      ASSERT_OK(
+          cbs[r]->allReduce(comm(r), buf[r], 0, buf[r], 0, kN, ElementType::Int32, ReduceOp::Sum));
+      ASSERT_OK(cbs[r]->end());
+    } else {
+      ASSERT_OK(ended) << "rank " << r;
+    }
+    done.push_back(semaphore());
+  }
+  for (size_t r = 0; r < 2; ++r) ASSERT_OK(submitOne(ranks_[r].comm, *cbs[r], done[r]));
+  for (size_t r = 0; r < 2; ++r) ASSERT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
+  std::vector<double> want(kN);
+  for (uint64_t i = 0; i < kN; ++i) want[i] = i + 1 < kN ? input(0, i) + input(1, i) : 0;
   for (size_t r = 0; r < 2; ++r)
     expectValues(r, ElementType::Int32, download(r, buf[r], kN * 4), want, "allReduce");
 }

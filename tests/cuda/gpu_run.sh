@@ -182,7 +182,7 @@ fi
 if has collbench; then
   log collectives_bench cuda
   timeout 300 "$B/bench/collectives/collectives_bench" --json "$OUT/collbench-cuda.json" > "$OUT/collbench-cuda.log" 2>&1
-  echo "rc=$?"; cat "$OUT/collbench-cuda.log" | head -100
+  echo "rc=$?"; cat "$OUT/collbench-cuda.log" | head -80
   # The floor of baton's figures: raw NCCL on non-blocking communicators (NCCL_COMM_BLOCKING=0
   # applies to the raw side's only: baton sets its communicators' config itself).
   log collectives_bench cuda, raw non-blocking
@@ -192,7 +192,7 @@ if has collbench; then
   log collectives_bench hip names
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY=/usr/lib/x86_64-linux-gnu/libnccl.so.2 \
     timeout 300 "$B/bench/collectives/collectives_bench" --backend hip --json "$OUT/collbench-hip.json" > "$OUT/collbench-hip.log" 2>&1
-  echo "rc=$?"; grep -A40 "bus bandwidth" "$OUT/collbench-hip.log" | head -60; grep -A12 "latency with graphs" "$OUT/collbench-hip.log"
+  echo "rc=$?"; grep -A40 "bus bandwidth" "$OUT/collbench-hip.log" | head -60
   fi
 fi
 # Where collectives_bench's time goes (issue 33's profile): the latency run traced (BATON_TRACE)

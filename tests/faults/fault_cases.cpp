@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "backend_fixture.hpp"
+#include "collectives.hpp"
 #include "fake_cuda.hpp"
 #include "fault_hooks.hpp"
 #include "test_support.hpp"
@@ -457,6 +458,12 @@ TEST_P(FaultCaseTest, AGraphWithACollectiveWhoseFirstBuildFailsRunsAtTheNextSubm
   std::vector<baton::PhysicalDevice> physical = gpus(*instance_);
   if (!support.available || physical.size() < 2)
     GTEST_SKIP() << "needs the emulated NCCL and two devices: " << support.reason;
+  // Two ranks of this process in graphs: the emulated NCCL captures them (NCCL 2.28 did not:
+  // stream::checkGraphCapture).
+  baton::stream::setInProcessGraphCaptureAllowedForTests(true);
+  struct Refuse {
+    ~Refuse() { baton::stream::setInProcessGraphCaptureAllowedForTests(false); }
+  } refuseAgain;
   const int64_t allocations = driverAllocations(hooks());
   constexpr uint64_t kCount = 64, kBytes = kCount * 4;
   for (const char* api : apis) {

@@ -636,7 +636,9 @@ BATON_API baton_result baton_command_buffer_begin(baton_command_buffer command_b
  * whose queue-ordered memory is not there), BATON_ERROR_INVALID_HANDLE,
  * BATON_ERROR_HOST_CALL_FAILED (a capturable native callback returned an error),
  * BATON_ERROR_DEVICE_LOST, BATON_ERROR_DRIVER (the driver refused the graph or the capture; the
- * message names the call), BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_OUT_OF_DEVICE_MEMORY.
+ * message names the call), BATON_ERROR_NOT_SUPPORTED (collectives of a communicator with other
+ * ranks in this process, with blocking calls: CommandBuffer::end), BATON_ERROR_OUT_OF_HOST_MEMORY,
+ * BATON_ERROR_OUT_OF_DEVICE_MEMORY.
  * (CommandBuffer::end) */
 BATON_API baton_result baton_command_buffer_end(baton_command_buffer command_buffer);
 /** @} */

@@ -27,9 +27,11 @@
 ///     submissions fail (ErrorInvalidState): record again. Each run of collectives is a graph of
 ///     its own (the work before it and the work after it are other graphs), so that the failure
 ///     watch, which times that graph's launch against the communicator's timeout, times the
-///     collectives alone. Drive one GPU per process for this: with several ranks of a
-///     communicator in one process, NCCL 2.28's capture failed on two H200s (the guide,
-///     "Collectives in a graph");
+///     collectives alone. Drive one GPU per process for this: end() returns ErrorNotSupported
+///     for collectives of a communicator with other ranks in this process (made together by
+///     createCommunicators, or split or shrunk from one) while calls are blocking (the default;
+///     BATON_NCCL_BLOCKING_CALLS=0 lifts it): on two H200s NCCL 2.28 invalidated such captures
+///     and the devices were lost (the guide, "One GPU per process for collectives in graphs");
 ///   - the commands of one graph form a linear chain of dependencies, in recording order.
 /// Re-recording (begin ... end) updates in place (cuGraphExecUpdate / hipGraphExecUpdate) an
 /// executable graph of an earlier recording of the same shape that no submission uses any more
@@ -160,8 +162,9 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
   /// not there in a graph command buffer), ErrorInvalidHandle, ErrorHostCallFailed (a capturable
   /// native callback returned an error: named in the message), ErrorDeviceLost, ErrorDriver (the
   /// driver refused the graph or the capture: a native callback made a call that capture does
-  /// not allow, for instance; the message names the call), ErrorOutOfHostMemory,
-  /// ErrorOutOfDeviceMemory.
+  /// not allow, for instance; the message names the call), ErrorNotSupported (a graph command
+  /// buffer's collectives use a communicator with other ranks in this process while calls are
+  /// blocking: the file comment), ErrorOutOfHostMemory, ErrorOutOfDeviceMemory.
   [[nodiscard]] Result end() const noexcept;
 
   /// \name Recording calls
