@@ -94,7 +94,10 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
     support_ = support;
     // The emulated NCCL captures the collectives of ranks of one process, which the engine
     // refuses for NCCL itself (stream::checkGraphCapture): the suite's graph runs use them.
-    baton::stream::setInProcessGraphCaptureAllowedForTests(fakeNcclStats(kind) != nullptr);
+    // BATON_TEST_ALLOW_IN_PROCESS_CAPTURE=1 allows them on a real library too (experiments).
+    const char* allow = std::getenv("BATON_TEST_ALLOW_IN_PROCESS_CAPTURE");
+    baton::stream::setInProcessGraphCaptureAllowedForTests(fakeNcclStats(kind) != nullptr ||
+                                                           (allow && std::string(allow) == "1"));
   }
 
   // `n` ranks (n <= devices), made with createCommunicators; timeout in ns (0: default). Call it
