@@ -45,6 +45,15 @@ class CollectiveOps : public CollectiveTest {
     }
     for (size_t r = 0; r < ranks_.size(); ++r) ASSERT_OK(done[r].wait(1, kLongNs)) << "rank " << r;
   }
+  // Per rank, a device buffer of kN int32 elements holding inputs(r, kN).
+  std::vector<Buffer> int32Inputs() {
+    std::vector<Buffer> buf;
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      buf.push_back(deviceBuffer(r, kN * 4));
+      upload(r, buf[r], encodeAll(ElementType::Int32, inputs(r, kN)));
+    }
+    return buf;
+  }
   void expectValues(size_t r, ElementType type, const std::vector<uint8_t>& got,
                     const std::vector<double>& want, const std::string& what) {
     const uint64_t es = elementSize(type);
@@ -472,12 +481,10 @@ TEST_P(CollectiveOps, MemoryFreedDuringACaptureIsFreedAfterIt) {
   ASSERT_NO_FATAL_FAILURE(makeRanks(2));
   CommandBufferCreateInfo graph;
   graph.usage = CommandBufferUsage::Graph;
-  std::vector<Buffer> buf;
+  std::vector<Buffer> buf = int32Inputs();
   std::vector<UniqueCommandBuffer> cbs(2);
   std::vector<Semaphore> done;
   for (size_t r = 0; r < 2; ++r) {
-    buf.push_back(deviceBuffer(r, kN * 4));
-    upload(r, buf[r], encodeAll(ElementType::Int32, inputs(r, kN)));
     ASSERT_OK(ranks_[r].device->createCommandBuffer(graph, cbs[r].put()));
     ASSERT_OK(cbs[r]->begin());
     ASSERT_OK(
@@ -514,12 +521,10 @@ TEST_P(CollectiveOps, AGraphOfCollectivesOfRanksOfOneProcessIsRefusedWithBlockin
   baton::stream::setInProcessGraphCaptureAllowedForTests(false);
   const char* calls = std::getenv("BATON_NCCL_BLOCKING_CALLS");
   const bool blocking = !(calls && std::string(calls) == "0");
-  std::vector<Buffer> buf;
+  std::vector<Buffer> buf = int32Inputs();
   std::vector<UniqueCommandBuffer> cbs(2);
   std::vector<Semaphore> done;
   for (size_t r = 0; r < 2; ++r) {
-    buf.push_back(deviceBuffer(r, kN * 4));
-    upload(r, buf[r], encodeAll(ElementType::Int32, inputs(r, kN)));
     CommandBufferCreateInfo info;
     info.usage = CommandBufferUsage::Graph;
     ASSERT_OK(ranks_[r].device->createCommandBuffer(info, cbs[r].put()));
