@@ -1,4 +1,5 @@
-// The backend interface (DESIGN §2, §8: the frontend validates, backends trust).
+// The backend interface: the frontend validates, backends trust (docs/architecture.md, 'Layers
+// and files').
 //
 // The core owns everything that is backend-independent: validation, handles, the semaphore
 // timeline, host waits, the deferred-submission scheduler, failure propagation and device loss.
@@ -50,10 +51,10 @@ struct Allocation {
   void* native = nullptr;  // backend-private
 };
 
-// A vector with room for N elements inside the object: a submission's waits, signals and
-// command lists are almost always one or two each, and three heap allocations per submit were a
-// measurable share of its cost (issue 3, item 9). Grows onto the heap beyond N. Not copyable or
-// movable: submissions travel by unique_ptr.
+// A vector with room for N elements inside the object: a submission's waits, signals and command
+// lists are almost always one or two each, and three heap allocations per submit were a measurable
+// share of its cost. Grows onto the heap beyond N. Not copyable or movable: submissions travel by
+// unique_ptr.
 template <class T, size_t N>
 class InlineVector {
  public:
@@ -120,17 +121,16 @@ class InlineVector {
 
 // Recycles the memory of one class's objects. Submissions and recorded timepoints are made by the
 // submitting thread and freed by a completion or worker thread, so the allocator's per-thread
-// caches never serve them and every submit paid for a trip into the shared heap (issue 3,
-// item 9). Each thread keeps up to kLocal free blocks of its own; a thread that frees more than it
-// allocates (a completion thread) passes them to a process-wide cache kBatch at a time, and a
-// thread that runs out takes kBatch at once. The cache's lock and lines then move between the two
-// threads once per kBatch objects instead of once per object. Bounded (kLocal per thread,
-// kCapacity shared); beyond that, memory goes back to the heap. Off under AddressSanitizer, which
-// must see each object's own allocation to report a use after free. With the prefetch of the
-// next block (operator new) and of the next issue-ring slot and outbox record, the CUDA submit
-// figure fell from 0.58-0.60 to 0.44-0.47 us on the H100 (raw pair 0.53-0.59 us), and to
-// 0.41-0.43 us once those prefetches were PREFETCHW (prefetchForWrite) rather than read
-// prefetches.
+// caches never serve them and every submit paid for a trip into the shared heap. Each thread keeps
+// up to kLocal free blocks of its own; a thread that frees more than it allocates (a completion
+// thread) passes them to a process-wide cache kBatch at a time, and a thread that runs out takes
+// kBatch at once. The cache's lock and lines then move between the two threads once per kBatch
+// objects instead of once per object. Bounded (kLocal per thread, kCapacity shared); beyond that,
+// memory goes back to the heap. Off under AddressSanitizer, which must see each object's own
+// allocation to report a use after free. With the prefetch of the next block (operator new) and of
+// the next issue-ring slot and outbox record, the CUDA submit got cheaper, and cheaper again once
+// those prefetches were PREFETCHW (prefetchForWrite) rather than read prefetches
+// (docs/performance.md, 'Measurements behind design choices').
 template <class T>
 class Recycled {
  public:
@@ -264,11 +264,12 @@ void failSignals(Submission& sub, const Status& why);
 // (ErrorSemaphoreFailed or ErrorDeviceLost).
 Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Result code);
 
-// Native interop (interop/, DESIGN §5): an OS semaphore that a backend imported into one device,
-// which that device's queues wait for and signal in stream order. Owned through Refs by the
-// semaphore's mirror (SemaphoreMirror::external); queues only borrow it, through the Ref<Semaphore>
-// their submissions hold. The backend's implementation releases the driver object when the last
-// reference goes, which is after every submission that used it has finished.
+// Native interop (interop/; docs/architecture.md, 'Vulkan interop: native and bridged'): an OS
+// semaphore that a backend imported into one device, which that device's queues wait for and signal
+// in stream order. Owned through Refs by the semaphore's mirror (SemaphoreMirror::external); queues
+// only borrow it, through the Ref<Semaphore> their submissions hold. The backend's implementation
+// releases the driver object when the last reference goes, which is after every submission that
+// used it has finished.
 class ExternalSemaphore : public Object {
  public:
   explicit ExternalSemaphore(uint64_t deviceHandle) : deviceHandle_(deviceHandle) {}

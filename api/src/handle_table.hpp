@@ -1,7 +1,7 @@
 // The process-wide handle table. A public handle is (generation << 32 | slot index); index 0 is
 // never used, so the null handle is 0. Looking a handle up checks its generation, its liveness
 // and its type, so null, destroyed, stale and wrong-type handles are reported, never
-// dereferenced (DESIGN §3, "Bad input ... clear result").
+// dereferenced: each gets a clear result (docs/bad-input.md).
 //
 // Each slot's state word packs {generation:32, alive:1, guards:31}. lookup() raises `guards`
 // with a CAS only while the generation matches and the slot is alive, takes a Ref to the object,
@@ -53,7 +53,7 @@ class HandleTable {
   // A looked-up object kept alive by the guard on its slot rather than by a reference, until the
   // Pin is destroyed. For what an entry point uses only until it returns: a guard is two atomic
   // operations on the slot, a reference two more on the object's count, which other threads
-  // (completion threads releasing finished work) write too (issue 3, item 9).
+  // (completion threads releasing finished work) write too.
   class Pin {
    public:
     Pin() noexcept = default;

@@ -2,11 +2,11 @@
 // semaphore's lists, a stream queue's issue state and inbox).
 //
 // Uncontended, lock and unlock are one atomic instruction each, inline. std::mutex calls
-// pthread_mutex_lock/unlock in glibc, about 60 instructions a pair, and one submit took five
-// pairs (issue 3, item 9). Contended, it spins briefly (critical sections here are a few dozen
-// instructions), then sleeps on a futex: the three-state mutex of Drepper's "Futexes Are Tricky".
-// Not recursive. Meets Lockable (std::lock_guard, std::unique_lock); to wait on a condition with
-// it, use std::condition_variable_any.
+// pthread_mutex_lock/unlock in glibc, many times that, and one submit takes several pairs (the
+// counts: docs/performance.md, 'Measurements behind design choices'). Contended, it spins briefly
+// (critical sections here are a few dozen instructions), then sleeps on a futex: the three-state
+// mutex of Drepper's "Futexes Are Tricky". Not recursive. Meets Lockable (std::lock_guard,
+// std::unique_lock); to wait on a condition with it, use std::condition_variable_any.
 #pragma once
 
 #include <atomic>

@@ -23,10 +23,11 @@ struct ThreadState {
 
 // Reached through a plain pointer in the initial-exec TLS model. libbaton is a shared library,
 // where the default (global-dynamic) model makes every thread_local access a call to
-// __tls_get_addr, about 20 instructions, several times per submit (issue 3, item 9); and a
-// thread_local with a destructor (ThreadState's vectors) is also guarded by a hidden TLS flag
-// that the attribute does not cover. The pointer is trivial, so neither applies: one load from
-// the static TLS block (a library loaded with dlopen takes its slot from glibc's surplus).
+// __tls_get_addr, several times per submit (its cost: docs/performance.md, 'Measurements behind
+// design choices'); and a thread_local with a destructor (ThreadState's vectors) is also guarded by
+// a hidden TLS flag that the attribute does not cover. The pointer is trivial, so neither applies:
+// one load from the static TLS block (a library loaded with dlopen takes its slot from glibc's
+// surplus).
 thread_local ThreadState* tState __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // The owner of the thread's state, made on the thread's first Scope; it forgets the pointer when

@@ -7,7 +7,8 @@
 // a Scope before taking its locks, and the outermost Scope on the thread drains the scheduled
 // queues when it closes. A release therefore happens on the signalling thread before its call
 // returns — host signal, submit that records a signal, worker that completes one — with no
-// thread hand-off on the path (the wait-before-signal latency of DESIGN §4).
+// thread hand-off on the path (docs/architecture.md, 'Wait-before-signal and deferred
+// submissions').
 #pragma once
 
 #include <vector>

@@ -101,9 +101,10 @@ class Device : public Object {
   // children were still alive.
   size_t shutdown();
 
-  // Device loss (DESIGN §1): later submissions return ErrorDeviceLost; held submissions fail;
-  // every semaphore with a pending timepoint of this device fails with `reason`. Idempotent;
-  // callable from any thread without locks held (backend completion threads, waiters).
+  // Device loss (docs/architecture.md, 'Failure and device loss'): later submissions return
+  // ErrorDeviceLost; held submissions fail; every semaphore with a pending timepoint of this device
+  // fails with `reason`. Idempotent; callable from any thread without locks held (backend
+  // completion threads, waiters).
   void markLost(const std::string& reason);
   bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
   Status lostStatus() const;

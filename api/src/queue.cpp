@@ -1,8 +1,9 @@
-// The deferred-submission scheduler (DESIGN §1, §4): a queue issues a submission as soon as
-// each of its waits is either reached or covered by a recorded signal the queue can wait for
-// itself; otherwise it holds it, with everything behind it, and links one WaitNode on the
-// semaphore that blocks the head. The node's event schedules a pass on the signalling thread
-// (Notifier), which releases what became releasable, in order.
+// The deferred-submission scheduler (docs/architecture.md, 'Wait-before-signal and deferred
+// submissions'): a queue issues a submission as soon as each of its waits is either reached or
+// covered by a recorded signal the queue can wait for itself; otherwise it holds it, with
+// everything behind it, and links one WaitNode on the semaphore that blocks the head. The node's
+// event schedules a pass on the signalling thread (Notifier), which releases what became
+// releasable, in order.
 #include <utility>
 
 #include "notifier.hpp"
@@ -25,7 +26,8 @@ Queue::~Queue() {
 bool Queue::waitExternally(Submission::Wait& w) const {
   // A semaphore imported natively into this queue's device: whoever signals the value (Vulkan,
   // a queue of this device in stream order, or baton forwarding a host-side signal to Vulkan)
-  // signals the OS semaphore, so the backend can wait for it GPU-side now (DESIGN §5).
+  // signals the OS semaphore, so the backend can wait for it GPU-side now (docs/architecture.md,
+  // 'Vulkan interop: native and bridged').
   SemaphoreMirror* mirror = w.semaphore->mirror();
   if (!mirror) return false;
   w.external = mirror->external(device_->handle);
@@ -80,12 +82,12 @@ Queue::Resolution Queue::resolve(Submission& sub, Status* failure, Semaphore** b
 bool Queue::releaseLocked(bool direct) {
   if (Semaphore* s = node_.linkedTo.load(std::memory_order_acquire)) s->unlink(node_);
   // With `direct`, the first submission this pass releases is kept back until the pass ends:
-  // released alone (the usual case: one signal, one submission), it is issued on this thread
-  // when the backend can, rather than handed to a backend thread that must wake or keep
-  // polling for it (issue 16: a bridged Vulkan <-> CUDA round trip kept the issuing thread
-  // spinning). When more follow, it is handed on first, in order, as they are: a direct issue
-  // holds the queue's place until its driver calls are made after this pass, and a hand-off
-  // that waited for room behind it would never get it.
+  // released alone (the usual case: one signal, one submission), it is issued on this thread when
+  // the backend can, rather than handed to a backend thread that must wake or keep polling for it
+  // (a bridged Vulkan <-> CUDA round trip kept the issuing thread spinning: docs/performance.md,
+  // 'Floors and where the time goes'). When more follow, it is handed on first, in order, as they
+  // are: a direct issue holds the queue's place until its driver calls are made after this pass,
+  // and a hand-off that waited for room behind it would never get it.
   std::unique_ptr<Submission> first;
   auto flushFirst = [&] {
     if (first) impl_->issue(std::move(first));

@@ -1,6 +1,6 @@
-// Status: a Result plus the message that explains it, carried from where an error happens up to
-// the public entry point, gathering context on the way (DESIGN §8). The entry point turns it into
-// the returned Result, the per-thread last error and the debug callback (report.hpp).
+// Status: a Result plus the message that explains it, carried from where an error happens up to the
+// public entry point, gathering context on the way. The entry point turns it into the returned
+// Result, the per-thread last error and the debug callback (report.hpp).
 #pragma once
 
 #include <string>
@@ -51,8 +51,9 @@ class [[nodiscard]] Status {
 
   Result code_ = Result::Success;
   // Null when there is no message. Success travels through every call of the submit path (each
-  // driver call returns a Status): a pointer makes making, moving and dropping one a word, where
-  // an inline std::string cost a dozen instructions each time (issue 3, item 9).
+  // driver call returns a Status): a pointer makes making, moving and dropping one a word, where an
+  // inline std::string cost more each time (docs/performance.md, 'Measurements behind design
+  // choices').
   std::string* message_ = nullptr;
 };
 

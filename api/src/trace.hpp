@@ -1,6 +1,6 @@
-// The timeline trace (issue 17, item 4): what baton's queues, threads and semaphores did, as a
-// Chrome trace-event JSON file that the Perfetto UI (ui.perfetto.dev) and chrome://tracing open,
-// and that tools/baton-trace-render draws as an SVG.
+// The timeline trace: what baton's queues, threads and semaphores did, as a Chrome trace-event JSON
+// file that the Perfetto UI (ui.perfetto.dev) and chrome://tracing open, and that
+// tools/baton-trace-render draws as an SVG.
 //
 // Enabling. BATON_TRACE=<path> in the environment, or InstanceCreateInfo::tracePath, starts a
 // trace session when an instance is created while none runs (the environment wins over the
