@@ -31,8 +31,9 @@ std::atomic<bool> gRevokeDisabled{false};
 std::atomic<bool> gInProcessGraphCaptureAllowed{false};
 
 // How often the watch looks at the communicators with collectives in flight. Over sockets NCCL
-// reports a dead peer within ~1 ms (DESIGN §4), so a short period keeps the death-to-wake time
-// close to the library's own; a look is one ncclCommGetAsyncError and one or two event queries.
+// reports a dead peer within about a millisecond (docs/performance.md, 'Measurements behind design
+// choices'), so a short period keeps the death-to-wake time close to the library's own; a look is
+// one ncclCommGetAsyncError and one or two event queries.
 constexpr uint64_t kWatchPeriodNs = 2'000'000;
 
 uint64_t ms(uint64_t ns) { return ns / 1'000'000; }
@@ -770,7 +771,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     if (!comm_ || stuckEnded_ || enqueueStuck_) return;
     ContextScope scope(driver, context, ContextScope::kRelease, "revoking a failed communicator");
     ncclResult_t r = BATON_NCCL(lib, ncclCommRevoke, comm_, NCCL_REVOKE_DEFAULT);
-    // ~0.5 s on the H200s (DESIGN §4), whatever the communicator's timeout: at least 10 s.
+    // About half a second on the H200s (docs/performance.md, 'Measurements behind design choices'),
+    // whatever the communicator's timeout: at least 10 s.
     const uint64_t now = core::nowNs();
     if (r == ncclSuccess || r == ncclInProgress)
       r = settle(lib, comm_, std::max<uint64_t>(deadline(), now + 10'000'000'000ull));

@@ -1,6 +1,6 @@
-// The collective engine of the stream backends (baton/communicator.hpp, DESIGN §3-4): communicators
-// made with NCCL or RCCL, collective commands enqueued on a queue's stream, and the watch that
-// turns a library error or a stall into failed semaphores.
+// The collective engine of the stream backends (baton/communicator.hpp; docs/architecture.md,
+// 'Collectives and the watch'): communicators made with NCCL or RCCL, collective commands enqueued
+// on a queue's stream, and the watch that turns a library error or a stall into failed semaphores.
 //
 // How a submission with collectives runs (Issuer, Completion):
 //   - its signals are published by the completion thread once its work completed (as with host
@@ -14,10 +14,11 @@
 //     event recorded before and after it on the stream for each of its communicators (a Ticket:
 //     the watch measures progress between them);
 //   - the calls go to a blocking library communicator split from the non-blocking one at creation
-//     (NCCL runs a non-blocking group from a thread it creates for it: ~60 µs more per group on
-//     2×H200), made by the device's caller thread (collectives.cpp: Caller), which the issuing
-//     thread waits for up to the communicator's timeout, so that a call waiting in the library for
-//     a peer that never comes holds neither the device's queues nor the application;
+//     (NCCL runs a non-blocking group from a thread it creates for it, which costs tens of µs
+//     more per group: docs/performance.md, 'collectives_bench: collectives (NCCL)'), made by the
+//     device's caller thread (collectives.cpp: Caller), which the issuing thread waits for up to
+//     the communicator's timeout, so that a call waiting in the library for a peer that never
+//     comes holds neither the device's queues nor the application;
 //     BATON_NCCL_BLOCKING_CALLS=0 keeps every call on the non-blocking communicator;
 //   - a CollectiveClaim decides its signals: the record's owner takes it before publishing or
 //     failing them; the watch, on a failure, fails them first unless the owner took it.

@@ -360,11 +360,11 @@ class Completion {
     q_->retireAt.store(kRetireBatch, std::memory_order_relaxed);
   }
 
-  // How many records, oldest first, have completed. The stream is in order, so when the newest
-  // has completed all have: one query in the common catch-up case; otherwise the completed
-  // prefix is found by bisection. A scan from the oldest made up to one query per record, each
-  // on an event the issuing thread had just recorded; with bisection, the live ping-pong went
-  // from 1.70-1.92x to 1.54-1.82x raw on the H100 (4 alternating pairs, issue 3, item 9).
+  // How many records, oldest first, have completed. The stream is in order, so when the newest has
+  // completed all have: one query in the common catch-up case; otherwise the completed prefix is
+  // found by bisection. A scan from the oldest made up to one query per record, each on an event
+  // the issuing thread had just recorded; bisection made the live ping-pong faster on the H100
+  // (docs/performance.md, 'Measurements behind design choices').
   Status countCompleted(size_t* n) {
     *n = 0;
     Counters::add(kCompletionLooks, 1);
@@ -411,14 +411,14 @@ class Completion {
     if (!progressed) lazyNs_ = std::min(lazyNs_ * 2, kLazyLookMaxNs);
   }
 
-  // The first urgent record in flight (only urgent records need watching: run) waits for host
-  // calls that have not all run: parks until the trampoline wakes it after a call
-  // (HostCalls::ranOne), or a need, an urgent push or kLookRecords records arrive (as a lazy
-  // park), at most kLazyLookMaxNs. When that record has no host calls left to run, its event is
-  // about to complete, and sleepOnOldest watches it instead (look). Records before it are not
-  // urgent; it cannot complete before its calls ran. On the H100 the frame_bench queue with a
-  // host call per frame spent 60-80 µs of its completion thread per ~300 µs frame spinning and
-  // polling for it (issue 16).
+  // The first urgent record in flight (only urgent records need watching: run) waits for host calls
+  // that have not all run: parks until the trampoline wakes it after a call (HostCalls::ranOne), or
+  // a need, an urgent push or kLookRecords records arrive (as a lazy park), at most kLazyLookMaxNs.
+  // When that record has no host calls left to run, its event is about to complete, and
+  // sleepOnOldest watches it instead (look). Records before it are not urgent; it cannot complete
+  // before its calls ran. On the H100, spinning and polling for it cost the completion thread of
+  // frame_bench's queue with a host call per frame a large share of each frame
+  // (docs/performance.md, 'Measurements behind design choices').
   HostCalls* firstUrgentHostCalls() {
     for (size_t i = 0; i < inflight_.size(); ++i)
       if (inflight_[i].urgent) return inflight_[i].hostCalls.get();
@@ -708,12 +708,12 @@ class Completion {
     return true;
   }
 
-  // Drops the first n records' references to their semaphores, once per semaphore with the
-  // count (Object::releaseMany) rather than once per wait and signal: a batch of records mostly
-  // names the same few semaphores, whose counts the submitting threads raise at every submit.
-  // On the H100 the live ping-pong's completion threads spent 42% of their time deleting
-  // submissions, mostly these decrements (sampled, issue 16). Past kDropMerge distinct
-  // semaphores the rest are dropped one by one.
+  // Drops the first n records' references to their semaphores, once per semaphore with the count
+  // (Object::releaseMany) rather than once per wait and signal: a batch of records mostly names the
+  // same few semaphores, whose counts the submitting threads raise at every submit. On the H100,
+  // deleting submissions, mostly these decrements, was the largest share of the live ping-pong's
+  // completion threads' time (sampled: docs/performance.md, 'Measurements behind design choices').
+  // Past kDropMerge distinct semaphores the rest are dropped one by one.
   void dropSemaphoreRefs(size_t n) {
     static constexpr size_t kDropMerge = 8;
     drops_.clear();

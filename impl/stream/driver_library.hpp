@@ -1,7 +1,8 @@
-// What the CUDA and HIP backends share about their driver libraries (DESIGN §4): opening the
-// library at run time, naming its entry points, and the fault injection that tests use at the one
-// wrapper around every driver call (DESIGN §8). Each backend keeps its own X-macro symbol table
-// (the entry points and their types differ); this file holds the logic around it, once.
+// What the CUDA and HIP backends share about their driver libraries (docs/architecture.md, 'Layers
+// and files'): opening the library at run time, naming its entry points, and the fault injection
+// that tests use at the one wrapper around every driver call. Each backend keeps its own X-macro
+// symbol table (the entry points and their types differ); this file holds the logic around it,
+// once.
 //
 // Thread safety: openDriverLibrary may be called from any thread (dlopen is thread safe);
 // DriverFaults is thread safe throughout.
@@ -131,7 +132,8 @@ class DriverFaults {
 
 // Calls fn(args...), the driver entry point `api`, unless `faults` has a fault armed for it, whose
 // result (CUresult, hipError_t) is then returned instead: the one wrapper around every driver call
-// (DESIGN §8). While nothing is armed it costs one relaxed load.
+// (the only place a driver call can fail on purpose, for the tests). While nothing is armed it
+// costs one relaxed load.
 template <class DriverResult, class Api, class Fn, class... Args>
 inline DriverResult callDriver(DriverFaults& faults, Api api, Fn fn, Args... args) {
   if (faults.armed()) [[unlikely]] {

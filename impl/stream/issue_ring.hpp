@@ -89,11 +89,11 @@ class IssueRing {
     return &slot.e;
   }
   // Consumer, after a pop: starts loading what the next submissions need into this core's cache
-  // while the one popped is issued (they were written on the submitting thread's core): the
-  // slot after the next one, and for the next one (its slot prefetched by the previous call)
-  // its submission and the timepoint its issue writes. With the other changes of this kind
-  // (issue 3, item 9), the issuing thread's own time per submission in the live ping-pong fell
-  // from 0.65-0.7 to 0.4-0.5 us on the H100.
+  // while the one popped is issued (they were written on the submitting thread's core): the slot
+  // after the next one, and for the next one (its slot prefetched by the previous call) its
+  // submission and the timepoint its issue writes. With the other changes of this kind, the issuing
+  // thread's own time per submission in the live ping-pong fell on the H100 (docs/performance.md,
+  // 'Measurements behind design choices').
   void prefetchNext() const {
     core::prefetchForWrite(&slots_[(head_ + 1) % kIssueRingCapacity]);  // its pop writes it
     const Slot& slot = slots_[head_ % kIssueRingCapacity];

@@ -58,8 +58,9 @@ namespace {
 // cost ~25 instructions apiece (callgrind, submit_micro on the fake driver).
 thread_local bool tInternalThread __attribute__((tls_model("initial-exec"))) = false;
 // Set while a driver host function runs a submission's host calls (HostCalls::trampoline): the
-// driver forbids its own API there (DESIGN §4), so a submit made from a host call takes an event
-// only if one is free, and otherwise leaves it to the issuing thread (published late).
+// driver forbids its own API there (CUDA documents that such a call may deadlock), so a submit made
+// from a host call takes an event only if one is free, and otherwise leaves it to the issuing
+// thread (published late).
 thread_local bool tInsideHostFunction __attribute__((tls_model("initial-exec"))) = false;
 
 // The kernel thread ids of the machinery's own threads that are running (stream::threadIds).
@@ -162,7 +163,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
       // issuing thread left in the outbox. (Batched as the issuing thread's records are, with the
       // completion thread taking the outbox under a tried issueMutex, the try_lock of the next
       // direct issue failed while it did, and most submissions went to the issuing thread:
-      // BATON_STREAM_DIRECT_BATCH, an experiment removed in issue 16.)
+      // BATON_STREAM_DIRECT_BATCH, an experiment since removed.)
       flushOutbox();
       handOver(std::move(record));
       return;
@@ -461,7 +462,7 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   std::atomic<uint64_t> outboxSince{0};  // when its oldest record was pushed
   uint64_t issuedPasses = 0;  // passes of the issuing thread that issued for the queue (serve)
   // Free events taken from the device's pool a batch at a time, so that a submission does not
-  // take the pool's lock (issue 3, item 9); at most kEventStash, returned when the queue dies.
+  // take the pool's lock; at most kEventStash, returned when the queue dies.
   std::vector<void*> eventStash;
   std::optional<Record> continuation;  // a suspended submission
   bool directIssuing = false;          // a submitting thread issues (issueMutex; see push)

@@ -8,9 +8,10 @@
 // is the same). With a unit per part, the parts' classes need external linkage, their member
 // functions become inline functions that every unit may emit, and GCC 12 then stopped inlining
 // large ones called once (QueueShared::post, Issuer::enqueueWaits, Issuer::enqueueWork): under
-// callgrind on the fake driver (bench/submit_micro cuda covered), the issuing thread ran 480
-// instructions per submission in Issuer::start instead of 435, and the submitting thread 412 in
-// StreamQueue::issue instead of 409.
+// callgrind on the fake driver (bench/submit_micro cuda covered), both the issuing thread
+// (Issuer::start) and the submitting thread (StreamQueue::issue) then ran more instructions per
+// submission (docs/performance.md, 'Measurements behind design choices'; docs/architecture.md, 'Why
+// impl/stream is one translation unit').
 #include "stream_backend.hpp"
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The stream/event machinery shared by the CUDA and HIP backends (DESIGN §2, §4), written once
-// and parameterised by a DriverTable (stream_driver.hpp).
+// The stream/event machinery shared by the CUDA and HIP backends (docs/architecture.md), written
+// once and parameterised by a DriverTable (stream_driver.hpp).
 //
 // How a submission runs on an in-order stream (one per queue):
 //   - release (on the submitting or releasing thread, in queue order): attach a Timepoint on a
@@ -26,10 +26,12 @@
 // apart otherwise; when nothing needs completions, it looks for them lazily (completion.hpp,
 // Waker in stream_timepoint.hpp) and no thread polls.
 //
-// The files, one piece of machinery each, roughly in the order a submission meets them. Figures
-// quoted in them are from DESIGN §6 (H100, driver 580, CUDA 13). The parts are headers that only
-// stream_backend.cpp includes: the machinery is one translation unit, with internal linkage, so
-// that the compiler inlines across the parts (stream_backend.cpp says why).
+// The files, one piece of machinery each, roughly in the order a submission meets them. The
+// driver's own costs behind their choices are in docs/performance.md ('Measured primitives', the
+// H100: driver 580, CUDA 13), the figures behind the choices themselves in its 'Measurements behind
+// design choices'. The parts are headers that only stream_backend.cpp includes: the machinery is
+// one translation unit, with internal linkage, so that the compiler inlines across the parts
+// (stream_backend.cpp says why).
 //   stream_driver.hpp     the driver table CUDA and HIP fill; ContextScope
 //   stream_backend.cpp    createDevice, stats(); the translation unit
 //   stream_device.hpp     StreamDevice (the core::DeviceImpl)

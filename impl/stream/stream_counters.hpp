@@ -23,10 +23,9 @@ namespace {
 
 // What stats() reports. Events in use, timepoints and records in flight are each counted as two
 // sums that only grow (what was taken or made, what was returned or finished), and every thread
-// counts in a block of its own: a plain load and store of its own cache line, where shared
-// counters moved their cache line between the submitting, issuing and completion threads on
-// every submission (issue 3, item 9). stats() sums the blocks of live threads and what exited
-// threads left.
+// counts in a block of its own: a plain load and store of its own cache line, where shared counters
+// moved their cache line between the submitting, issuing and completion threads on every
+// submission. stats() sums the blocks of live threads and what exited threads left.
 enum Counter : size_t {
   kEventsTaken,     // from a pool
   kEventsReturned,  // to a pool

@@ -1,7 +1,7 @@
 // The driver table: what the stream/event machinery (stream_backend.hpp) needs from an in-order
 // stream + event driver. CUDA (impl/cuda) and HIP (impl/hip) each fill one table and keep only
-// loading, error mapping and enumeration to themselves (DESIGN §2: IREE's CUDA and HIP drivers
-// drifted apart because this logic existed twice).
+// loading, error mapping and enumeration to themselves (IREE's CUDA and HIP drivers drifted
+// apart because this logic existed twice; docs/architecture.md, 'Layers and files').
 //
 // Every entry returns a Status: Success, NotReady (eventQuery only), or an error whose message
 // names the call and the native error ("cuEventRecord failed: CUDA_ERROR_ILLEGAL_ADDRESS (...)").
@@ -66,9 +66,10 @@ struct DriverTable {
   Status (*hostAlloc)(void** host, uint64_t* deviceAddress, uint64_t size);
   Status (*hostFree)(void* host);
 
-  // Native interop (DESIGN §5). Null when the driver cannot do it; the device then imports
-  // nothing. Semaphores are timeline semaphores exported as OPAQUE_FD (Vulkan): the import takes
-  // `fd` on success; signal and wait are stream-ordered, for a value of the timeline.
+  // Native interop (docs/architecture.md, 'Vulkan interop: native and bridged'). Null when the
+  // driver cannot do it; the device then imports nothing. Semaphores are timeline semaphores
+  // exported as OPAQUE_FD (Vulkan): the import takes `fd` on success; signal and wait are
+  // stream-ordered, for a value of the timeline.
   Status (*importTimelineFd)(int fd, void** semaphore);
   Status (*destroyExternalSemaphore)(void* semaphore);
   Status (*signalExternal)(void* semaphore, uint64_t value, void* stream);

@@ -1,7 +1,8 @@
-// Native interop objects (DESIGN §5): a timeline semaphore and memory imported from another API
-// (Vulkan) into one device, made by StreamDevice::importTimelineFd and importMemoryFd. The issuing
-// thread waits for and signals imported semaphores GPU-side (Issuer); each object is destroyed on
-// whichever thread drops its last reference, in the device's context.
+// Native interop objects (docs/architecture.md, 'Vulkan interop: native and bridged'): a timeline
+// semaphore and memory imported from another API (Vulkan) into one device, made by
+// StreamDevice::importTimelineFd and importMemoryFd. The issuing thread waits for and signals
+// imported semaphores GPU-side (Issuer); each object is destroyed on whichever thread drops its
+// last reference, in the device's context.
 //
 // A part of the stream machinery's one translation unit: included by stream_backend.cpp only,
 // whose comment says why.

@@ -49,7 +49,7 @@ using core::futexWakeAll;
 // the stream (QueueShared::throttled); a one-off request (lookNow) asks for one look. Otherwise it
 // parks
 // (`lazy`) and looks again only when kLookRecords more records arrived or kLazyLookMinNs to
-// kLazyLookMaxNs passed: no thread polls while the GPU is simply busy (issue 16).
+// kLazyLookMaxNs passed: no thread polls while the GPU is simply busy.
 struct Waker final : core::LazyObserver {
   core::Parker parker;                // the completion thread parks on it
   std::atomic<uint32_t> sleepers{0};  // host threads asleep until it observes completions
@@ -116,9 +116,9 @@ struct Waker final : core::LazyObserver {
 //
 // Lifetime: the base class's reference to the core Device keeps the device, its queues (a Device
 // destroys them only in its destructor), their QueueShared and Waker, and the DeviceShared alive
-// until this destructor's body has run, so plain pointers to them suffice. Shared pointers cost
-// two more reference counts per submission, raised on the submitting thread and dropped on a
-// completion thread (issue 3, item 9).
+// until this destructor's body has run, so plain pointers to them suffice. Shared pointers cost two
+// more reference counts per submission, raised on the submitting thread and dropped on a completion
+// thread.
 //
 // A timepoint is made either when its event is recorded, or earlier, when its submission is
 // released to its device's issuing thread (`recorded` false): it is attached to the signal

@@ -97,10 +97,11 @@ const bool gRetireOnSubmit = retireOnSubmitFromEnv();
 // Of the issuing thread's passes that issue for a queue, every kAgeCheckPasses-th looks at the
 // age of its outbox (the others hand it over by size); passes that issue nothing always look.
 constexpr uint64_t kAgeCheckPasses = 8;
-// Driver operations (waits, commands, records) a queue may have on its stream before its
-// issuing thread stops issuing for it until some complete (QueueShared::overOpsLimit). The
-// driver blocks the enqueuing thread when a stream holds some thousands (DESIGN §4); below that,
-// the device's other queues keep being issued while one waits.
+// Driver operations (waits, commands, records) a queue may have on its stream before its issuing
+// thread stops issuing for it until some complete (QueueShared::overOpsLimit). The driver blocks
+// the enqueuing thread when a stream holds some thousands (seen on the H100 test machine:
+// docs/architecture.md, 'Wait-before-signal and deferred submissions'); below that, the device's
+// other queues keep being issued while one waits.
 constexpr uint64_t kMaxOpsInFlight = 1024;
 // Submissions the issuing thread takes from one queue before it looks at the next.
 constexpr size_t kIssueBurst = 32;
@@ -139,36 +140,32 @@ constexpr uint64_t kRecordSpinNs = 20'000;
 // with fewer free cores than busy threads, the thread being waited for may need it.
 constexpr uint64_t kSpinBeforeYieldNs = 5'000;
 // Direct issue (StreamQueue::startDirect): a submitting thread makes the driver calls of a
-// submission that nothing holds back, instead of handing it to the device's issuing thread.
-// The hand-off pays when it overlaps the driver calls with the submitter's next submissions; a
-// submitter that submits once and then waits (or works on the host) gains nothing from it and
-// pays its latency: on the H100, "naive" submit + wait took 1.25x raw through the issuing thread
-// and 1.07x issued directly, while in a stream of submissions the issuing thread is the faster
-// one (live ping-pong 1.9x raw against 2.5x; the caller's submit 0.72x against 2.4x; cuda_bench,
-// issue 16). So by default (IssueMode::WhenIdle) a submission is issued directly when every
-// earlier submission of its queue is known to have completed (Waker::seenDone: a host wait or
-// query saw the newest one's event complete, or the completion thread retired it), and the
-// issuing thread holds nothing of the queue: a submit after a host wait, or on a queue that
-// has been idle; within a stream of submissions, or while the queue's GPU work runs (or nobody
-// looked), they go to the issuing thread, and the check is one load. BATON_STREAM_DIRECT_ISSUE=1
-// issues every such submission directly, =0 none. setIssueMode (stream_backend.hpp) switches it
-// at run time, so that the benchmarks compare the designs in one process.
-// Measured on the H100 while choosing (one run each): a gap of 5 µs since the queue's previous
-// submit as the condition sent 4-28% of bench/cuda/frame_bench's submissions direct, mixed
-// with the issuing thread's (frame time 1.18-1.22x raw against 1.12x with the issuing thread
-// alone); with an event query of the newest record as the idle check, naive took 1.23-1.29x;
-// with the gap and the check above, naive 1.08-1.10x and frame_bench 3-14 of 11000 direct, but
-// the clock read and the issuing thread's lines touched on every submit raised the caller's
-// submit from 0.72-0.86x to 1.02-1.14x raw (cuda_bench parts: no wait, no signal, 0.13-0.16 to
-// 0.25-0.28 µs).
-// A submission of graph command buffers only (StreamQueue::light) is issued directly in a stream
-// of submissions too: its driver calls are its waits, one launch per segment and one event record,
-// so the hand-off saves the submitter little, while a second thread making them doubled the
-// frame's CPU. frame_bench's graph frame with an infallible host call on H200s (2026-11-28,
-// twelve CUDA processes on four machine sessions): with the issuing thread, process CPU
-// 1.37-2.02x raw CUDA graphs (the submitting thread spins in its host wait while the issuing
-// thread works); issued directly, 0.67-1.30x, frame time 0.75-1.21x raw graphs, about the same
-// as through the issuing thread.
+// submission that nothing holds back, instead of handing it to the device's issuing thread. The
+// hand-off pays when it overlaps the driver calls with the submitter's next submissions; a
+// submitter that submits once and then waits (or works on the host) gains nothing from it and pays
+// its latency: on the H100, "naive" submit + wait was faster issued directly, while in a stream of
+// submissions the issuing thread was the faster one, for the live ping-pong and for the caller's
+// submit (cuda_bench; the figures: docs/performance.md, 'Measurements behind design choices'). So
+// by default (IssueMode::WhenIdle) a submission is issued directly when every earlier submission of
+// its queue is known to have completed (Waker::seenDone: a host wait or query saw the newest one's
+// event complete, or the completion thread retired it), and the issuing thread holds nothing of the
+// queue: a submit after a host wait, or on a queue that has been idle; within a stream of
+// submissions, or while the queue's GPU work runs (or nobody looked), they go to the issuing
+// thread, and the check is one load. BATON_STREAM_DIRECT_ISSUE=1 issues every such submission
+// directly, =0 none. setIssueMode (stream_backend.hpp) switches it at run time, so that the
+// benchmarks compare the designs in one process.
+// Other conditions were tried on the H100 while choosing: a gap since the queue's previous submit
+// sent a mix of bench/cuda/frame_bench's submissions direct and slowed its frame; an event query of
+// the newest record as the idle check left naive slower; the gap and the check above together made
+// the caller's submit dearer (a clock read and the issuing thread's cache lines touched on every
+// submit). The same section of docs/performance.md has their figures.
+// A submission of graph command buffers only (StreamQueue::light) is issued directly in a stream of
+// submissions too: its driver calls are its waits, one launch per segment and one event record, so
+// the hand-off saves the submitter little, while a second thread making them doubled the frame's
+// CPU: in frame_bench's graph frame through the issuing thread, the submitting thread spins in its
+// host wait while the issuing thread works; issued directly, the process CPU is about that of
+// hand-written CUDA graphs, at about the same frame time (the figures: docs/performance.md,
+// 'Measurements behind design choices').
 inline IssueMode issueModeFromEnv() {
   const char* v = std::getenv("BATON_STREAM_DIRECT_ISSUE");
   if (!v || !v[0]) return IssueMode::WhenIdle;
