@@ -1,8 +1,9 @@
 // Public entry points of baton/vulkan.hpp: validation, the choice between native and bridged
 // mode, semaphore and memory import, device matching.
 //
-// Native mode (DESIGN §5), where the baton device's backend imports OPAQUE_FD handles
-// (DeviceImpl::importsTimelineFd / importsMemoryFd: the CUDA backend):
+// Native mode (docs/architecture.md, 'Vulkan interop: native and bridged'), where the baton
+// device's backend imports OPAQUE_FD handles (DeviceImpl::importsTimelineFd / importsMemoryFd: the
+// CUDA backend):
 //   - semaphores: the fd (given, or exported here with vkGetSemaphoreFdKHR) is imported into the
 //     device; the VulkanMirror holds the import (SemaphoreMirror::external). That device's queues
 //     signal it in stream order next to their event record, and wait for it GPU-side for values
@@ -133,13 +134,13 @@ ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanF
   }
   if (why.empty() && semaphore && request == InteropModeRequest::Auto) {
     // Possible, but slower in every hop measured but one (bench/interop, H100 with the NVIDIA
-    // driver 580, µs): Vulkan queue -> CUDA queue 318.9 native / 34.9 bridged, CUDA queue ->
-    // Vulkan queue 314.1 / 8.5, a round trip 319.0 / 22.3, and a CUDA signal seen by
-    // vkWaitSemaphores ~10 ms natively (DESIGN §6) while bridged forwards it; only a Vulkan host
-    // signal -> CUDA queue is faster natively (7.4 / 10.2). The driver's own path for a GPU-side
-    // wait or signal of a shared timeline is what costs ~0.3 ms, and a Vulkan-side signal or wait
-    // by the host avoids it. So Auto bridges semaphores on every device; Native stays available on
-    // request (InteropModeRequest::Native).
+    // driver 580): each queue hop between Vulkan and CUDA, and a CUDA signal seen by
+    // vkWaitSemaphores (milliseconds natively, while bridged forwards it); only a Vulkan host
+    // signal -> CUDA queue was faster natively (docs/performance.md, 'Measurements behind design
+    // choices'). The driver's own path for a GPU-side wait or signal of a shared timeline is what
+    // costs a fraction of a millisecond, and a Vulkan-side signal or wait by the host avoids it. So
+    // Auto bridges semaphores on every device; Native stays available on request
+    // (InteropModeRequest::Native).
     choice.reason =
         "bridged, although native import is possible: forwarding through the host is faster on "
         "the measured driver (NVIDIA: a Vulkan <-> CUDA queue hop ~0.3 ms natively, 9-35 us "

@@ -1,5 +1,5 @@
-// Bridged mode (DESIGN §5): a Vulkan timeline semaphore and a baton semaphore kept on one
-// timeline by the host.
+// Bridged mode (docs/architecture.md, 'Vulkan interop: native and bridged'): a Vulkan timeline
+// semaphore and a baton semaphore kept on one timeline by the host.
 //
 //   baton -> Vulkan  VulkanMirror::onReached, a core hook (SemaphoreMirror) that runs on the
 //                    thread that raised the baton value (a host signal, a host queue's worker, a

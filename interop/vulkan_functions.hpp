@@ -1,7 +1,8 @@
 // The Vulkan functions interop calls, resolved per VkDevice through the application's
-// vkGetInstanceProcAddr (VulkanDevice::getInstanceProcAddr), never through link-time prototypes,
-// so that baton works beside volk and other loaders. Every call goes through this table, which
-// is also where tests could inject faults (DESIGN §8).
+// vkGetInstanceProcAddr (VulkanDevice::getInstanceProcAddr), never through link-time prototypes, so
+// that baton works beside volk and other loaders. Every call goes through this table, which is also
+// where tests could inject faults (as the drivers' one wrapper is: docs/architecture.md, 'Layers
+// and files').
 #pragma once
 
 #include <vulkan/vulkan.h>

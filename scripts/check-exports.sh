@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that a built or installed libbaton exports the public API only (issue 17, docs/abi.md).
+# Checks that a built or installed libbaton exports the public API only (docs/abi.md).
 #
 # Lists the dynamic symbols the library defines (nm -D --defined-only) and accepts each one that
 #   - is a C function baton_* declared in the public headers (baton/baton.h, baton_vulkan.h), or

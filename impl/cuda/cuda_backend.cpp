@@ -1,6 +1,6 @@
 // The CUDA backend: device enumeration, the driver table the shared stream machinery runs on
 // (impl/stream), and createCudaBackend() for the registry. Everything stream-related lives in
-// impl/stream, written once for CUDA and HIP (DESIGN §2).
+// impl/stream, written once for CUDA and HIP (docs/architecture.md, 'Layers and files').
 #include <cuda.h>
 
 #include <cstdio>

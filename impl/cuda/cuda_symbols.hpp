@@ -1,5 +1,5 @@
-// The CUDA driver API, loaded at run time (DESIGN §4): libbaton is compiled against cuda.h only
-// and never links libcuda, so a machine without the NVIDIA driver still runs everything else.
+// The CUDA driver API, loaded at run time: libbaton is compiled against cuda.h only and never links
+// libcuda, so a machine without the NVIDIA driver still runs everything else.
 //
 // The entry points are listed once, in X-macros: REQUIRED ones must all resolve or the backend is
 // unavailable; OPTIONAL ones (memory pools, external semaphores and memory, stream memory

@@ -1,7 +1,8 @@
 // The HIP backend: device enumeration, the driver table the shared stream machinery runs on
 // (impl/stream) and createHipBackend() for the registry. Like impl/cuda, it holds only what is
 // HIP's own: the runtime's current-device model, hipStreamAddCallback where 5.2 lacks
-// hipLaunchHostFunc, the default memory pool, and interop limits (DESIGN §2, §4).
+// hipLaunchHostFunc, the default memory pool, and interop limits (docs/architecture.md, 'Layers and
+// files').
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -91,11 +92,12 @@ Status eventSynchronize(void* event) {
   return BATON_HIP_STATUS(hipEventSynchronize, static_cast<hipEvent_t>(event));
 }
 
-// hipStreamAddCallback's callback takes (stream, status, userData): a small heap record carries
-// the machinery's function and data to it. Host functions are off the hot path (DESIGN §4), so
-// the allocation is not on every submission. A callback reached with an error status still
-// runs the function: the machinery learns of the stream's error from the event recorded behind
-// it, and the function is what reports the host call's own outcome.
+// hipStreamAddCallback's callback takes (stream, status, userData): a small heap record carries the
+// machinery's function and data to it. Host functions are off the hot path (only submissions with
+// host calls enqueue one: docs/architecture.md, 'Host calls'), so the allocation is not on every
+// submission. A callback reached with an error status still runs the function: the machinery learns
+// of the stream's error from the event recorded behind it, and the function is what reports the
+// host call's own outcome.
 struct CallbackRecord {
   stream::HostFunction function;
   void* userData;
@@ -294,9 +296,10 @@ Status streamEndCapture(void* stream, void** graph) {
   return st;
 }
 
-// The driver table. No semaphore import: HIP 5.2's hipExternalSemaphoreHandleType has no
-// timeline type (only binary OPAQUE_FD and Win32 kinds), so Vulkan timeline semaphores are
-// bridged on HIP (DESIGN §5). Memory import where the runtime exports it.
+// The driver table. No semaphore import: HIP 5.2's hipExternalSemaphoreHandleType has no timeline
+// type (only binary OPAQUE_FD and Win32 kinds), so Vulkan timeline semaphores are bridged on HIP
+// (docs/architecture.md, 'Vulkan interop: native and bridged'). Memory import where the runtime
+// exports it.
 stream::DriverTable makeTable() {
   stream::DriverTable t = {
       BackendKind::Hip,

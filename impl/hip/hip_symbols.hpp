@@ -1,6 +1,6 @@
-// The HIP runtime, loaded at run time (DESIGN §4): libbaton is compiled against Debian's
-// libamdhip64-dev headers (ROCm 5.2, AMD platform) only and never links a HIP library, so a
-// machine without ROCm still runs everything else.
+// The HIP runtime, loaded at run time: libbaton is compiled against Debian's libamdhip64-dev
+// headers (ROCm 5.2, AMD platform) only and never links a HIP library, so a machine without ROCm
+// still runs everything else.
 //
 // The entry points are listed once, in X-macros: REQUIRED ones must all resolve or the backend is
 // unavailable; OPTIONAL ones gate capabilities or name a real difference between HIP versions:

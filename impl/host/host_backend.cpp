@@ -1,7 +1,7 @@
-// The host backend (DESIGN §4): each queue is a worker thread that executes released submissions
-// in order. It is the reference implementation of the semantics and the CI target. Semaphores
-// are pure core objects, so host queues interoperate with every backend: a wait on a recorded
-// device signal (a Timepoint) is accepted and waited for on the worker thread.
+// The host backend (docs/architecture.md, 'Layers and files'): each queue is a worker thread that
+// executes released submissions in order. It is the reference implementation of the semantics and
+// the CI target. Semaphores are pure core objects, so host queues interoperate with every backend:
+// a wait on a recorded device signal (a Timepoint) is accepted and waited for on the worker thread.
 #include <pthread.h>
 #include <unistd.h>
 
