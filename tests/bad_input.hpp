@@ -1,9 +1,9 @@
-// The fixture and recording machinery of the bad-input tests (DESIGN §7), shared by the
-// tests/bad_input_*.cpp files: BadInputTest makes a host-backend instance with two devices
+// The fixture and recording machinery of the bad-input tests (docs/testing.md, 'Bad input'), shared
+// by the tests/bad_input_*.cpp files: BadInputTest makes a host-backend instance with two devices
 // (deviceA_, unnamed, two queues; deviceB_, named "device-b", one queue), and expectError /
 // EXPECT_REJECTED check the whole error contract of one call — its Result, lastErrorMessage()
-// naming the problem, and the same text at the debug callback with Error severity — and record
-// what was observed under the call's row id of docs/bad-input.md, for the table check in
+// naming the problem, and the same text at the debug callback with Error severity — and record what
+// was observed under the call's row id of docs/bad-input.md, for the table check in
 // bad_input_table.cpp.
 //
 // The files, by theme: bad_input_handles.cpp (null, destroyed, wrong-type and forged handles),

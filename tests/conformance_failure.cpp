@@ -1,5 +1,5 @@
 // Conformance: semaphore failure and its propagation to host waiters, queued submissions and
-// their signals (DESIGN §1, "Failure").
+// their signals (docs/guide.md, 'Failure and device loss').
 #include <atomic>
 #include <cstring>
 #include <thread>

@@ -1,5 +1,5 @@
 // Conformance: queue submissions, wait-before-signal, in-order queues, chains, fan-out and
-// fan-in, waitIdle (DESIGN §1).
+// fan-in, waitIdle (docs/guide.md, 'The model').
 #include <atomic>
 #include <deque>
 #include <thread>

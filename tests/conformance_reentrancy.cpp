@@ -1,9 +1,9 @@
-// Conformance: public calls made from inside baton's own callbacks (issue 15, item 3): a host call
-// and a native callback, on every backend. Each call gets a defined result; calls that would wait
-// for the callback's own work (waitIdle of its queue or device, destroying its device or
-// instance) are refused at once with ErrorInvalidState and change nothing; everything else is
-// honoured. In every case the submission running the callback still reaches its signal: no
-// signal is lost, nothing deadlocks.
+// Conformance: public calls made from inside baton's own callbacks: a host call and a native
+// callback, on every backend. Each call gets a defined result; calls that would wait for the
+// callback's own work (waitIdle of its queue or device, destroying its device or instance) are
+// refused at once with ErrorInvalidState and change nothing; everything else is honoured. In every
+// case the submission running the callback still reaches its signal: no signal is lost, nothing
+// deadlocks.
 #include <chrono>
 #include <functional>
 #include <string>

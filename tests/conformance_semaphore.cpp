@@ -1,4 +1,5 @@
-// Conformance: semaphore values, host signals and host waits (DESIGN §1).
+// Conformance: semaphore values, host signals and host waits (docs/guide.md, 'The model' and
+// 'Host waits').
 #include <array>
 #include <atomic>
 #include <thread>

@@ -1,6 +1,6 @@
 // baton-demo: a particle simulation stepped by baton and drawn by Vulkan, with several frames in
 // flight pipelined through ONE timeline semaphore shared by both, and no host synchronisation
-// per frame (issue 4). The last frame is written as a PNG.
+// per frame. The last frame is written as a PNG.
 //
 //   baton-demo [--frames N] [--out path.png] [--particles N] [--size PIXELS] [--trace path.json]
 //

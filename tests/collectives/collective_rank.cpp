@@ -1,5 +1,5 @@
 // baton-collective-rank: ONE rank of a collective group, in its own process — the program behind
-// the multi-process tests of issue 33 (tests/collectives/multiprocess.py launches one per GPU).
+// the multi-process tests (tests/collectives/multiprocess.py launches one per GPU).
 // The in-process tests (collective_tests.cpp) cannot show what matters between processes: the
 // CommunicatorId travelling through the application's own channel, NCCL's inter-process
 // transports (P2P/NVLink, shared memory, sockets), and a peer process that dies — which no
@@ -930,8 +930,8 @@ int runKillLoop(Rank& k) {
 int main(int argc, char** argv) {
   // The harness reads the output as it comes (READY above all): line-buffer it into the pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  // NVLink multicast can take the host's GPUs out of service (DESIGN §4): off unless the caller
-  // chose, set before baton loads NCCL.
+  // NVLink multicast can take the host's GPUs out of service (a rule of the multi-GPU test
+  // machines): off unless the caller chose, set before baton loads NCCL.
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   Options opt;
   if (!parseOptions(argc, argv, &opt)) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The multi-process collective tests of issue 33: one process per rank, as real jobs run.
+"""The multi-process collective tests: one process per rank, as real jobs run.
 
 Launches baton-collective-rank (tests/collectives/collective_rank.cpp) once per rank, each on its
 own GPU, hands the CommunicatorId from rank 0 to the others through a file in a temporary
@@ -77,7 +77,8 @@ def rank_env(args, base=None):
             env[key] = value
             added[key] = value
 
-    # NVLink multicast can take the host's GPUs out of service (DESIGN §4).
+    # NVLink multicast can take the host's GPUs out of service (a rule of the multi-GPU test
+    # machines).
     put("NCCL_NVLS_ENABLE", "0", overwrite=False)
     if args.sockets:
         put("NCCL_P2P_DISABLE", "1")

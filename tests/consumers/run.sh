@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds baton, installs it into a scratch prefix, and builds and runs each kind of consumer a
-# user would write (issue 17), then prints a summary; exits 1 when any consumer failed.
+# Builds baton, installs it into a scratch prefix, and builds and runs each kind of consumer a user
+# would write, then prints a summary; exits 1 when any consumer failed.
 #
 #   cmake        tests/consumers/cmake: find_package(baton CONFIG) + baton::baton (C++17)
 #   meson        tests/consumers/meson: an outer Meson project with baton as a subproject

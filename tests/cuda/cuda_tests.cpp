@@ -1,8 +1,8 @@
-// CUDA-only tests (issue 3, item 8). The tests CUDA shares with HIP are written once in
-// tests/stream/stream_tests.cpp and run here on CUDA through cuda_hooks.cpp
-// (StreamBackendTest.<test>/cuda); this file holds what only CUDA has: its compute capability and
-// arch naming, and a runtime-API kernel (nvcc, <<<>>>) launched through native() in the primary
-// context. Each test skips, with the reason, without a CUDA device.
+// CUDA-only tests. The tests CUDA shares with HIP are written once in tests/stream/stream_tests.cpp
+// and run here on CUDA through cuda_hooks.cpp (StreamBackendTest.<test>/cuda); this file holds what
+// only CUDA has: its compute capability and arch naming, and a runtime-API kernel (nvcc, <<<>>>)
+// launched through native() in the primary context. Each test skips, with the reason, without a
+// CUDA device.
 #include "stream_test_support.hpp"
 
 #if defined(BATON_TEST_RUNTIME_KERNEL)

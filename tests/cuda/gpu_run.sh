@@ -100,7 +100,7 @@ if has hipconf; then
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/hip' >> "$OUT/conformance-hip.log" 2>&1
   echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-hip.log" | tail -3
 fi
-# Graph command buffers (issue 34): the CUDA tests, the device-loss tests (the faulting kernel
+# Graph command buffers: the CUDA tests, the device-loss tests (the faulting kernel
 # captured into a graph command buffer), the conformance suite and stress on CUDA, then the same on
 # HIP through the translation library, with every command buffer the suites record as a graph
 # (BATON_TEST_COMMAND_BUFFERS=graph; tests/test_support.hpp).
@@ -142,7 +142,7 @@ if has collectives; then
   collective_run hip-over-cuda '*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY="$TORCH_NCCL" "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=hip
   # Non-blocking communicators only (BATON_NCCL_BLOCKING_CALLS=0), with 2.28.3.
   collective_run cuda-nonblocking '*/cuda' BATON_NCCL_BLOCKING_CALLS=0 "${required[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
-  # The same four with graph command buffers (issue 34: the collectives captured from NCCL).
+  # The same four with graph command buffers (the collectives captured from NCCL).
   g=(BATON_TEST_COMMAND_BUFFERS=graph "${required[@]}")
   collective_run graph-cuda-nccl-2.28.3 '*/cuda:CollectivesOnTheHost.*' "${g[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
   [ -e "$TORCH_NCCL" ] && collective_run graph-cuda-nccl-2.28.9 '*/cuda' BATON_NCCL_LIBRARY="$TORCH_NCCL" "${g[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda
@@ -195,7 +195,7 @@ if has collbench; then
   echo "rc=$?"; grep -A40 "bus bandwidth" "$OUT/collbench-hip.log" | head -60
   fi
 fi
-# Where collectives_bench's time goes (issue 33's profile): the latency run traced (BATON_TRACE)
+# Where collectives_bench's time goes: the latency run traced (BATON_TRACE)
 # and bench/collectives/trace_profile.py's stretches, by default, with the host waits spinning,
 # and with every submission through the issuing threads (no direct issue); the bandwidth at
 # 20 and 200 back-to-back allReduces per timing (a fixed cost per timing against one per call);

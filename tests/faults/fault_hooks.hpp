@@ -1,9 +1,9 @@
 // What the fault sweep (fault_sweep.cpp) and the focused fault cases (fault_cases.cpp) need of a
-// GPU backend beyond baton's public API: the
-// fault injection, call counting and random faults at the backend's one wrapper around driver
-// calls (DESIGN §8; baton::cuda / baton::hip in impl/*/..._symbols.hpp), and the names its
-// messages use. One table per backend (fault_hooks_cuda.cpp, fault_hooks_hip.cpp), registered by
-// a static object when linked whole, as tests/stream does with StreamHooks.
+// GPU backend beyond baton's public API: the fault injection, call counting and random faults at
+// the backend's one wrapper around driver calls (docs/architecture.md, 'Layers and files';
+// baton::cuda / baton::hip in impl/*/..._symbols.hpp), and the names its messages use. One table
+// per backend (fault_hooks_cuda.cpp, fault_hooks_hip.cpp), registered by a static object when
+// linked whole, as tests/stream does with StreamHooks.
 #pragma once
 
 #include <cstdint>

@@ -4,8 +4,8 @@
 // it histories that break each invariant and checks that it reports every one, and that it
 // accepts a valid history.
 //
-// The model is deliberately one-sided: it keeps bounds that the semantics (DESIGN §1) guarantee
-// whatever the scheduling, so a violation is a bug, never a race of the harness:
+// The model is deliberately one-sided: it keeps bounds that the semantics (docs/guide.md, 'The
+// model') guarantee whatever the scheduling, so a violation is a bug, never a race of the harness:
 //   - observed: a lower bound of the value (the highest value seen, or guaranteed by a
 //     successful signal or ALL wait); values never go backwards, so every read is >= it;
 //   - maxRequested: an upper bound (the initial value and every value anyone was asked to

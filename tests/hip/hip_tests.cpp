@@ -1,13 +1,12 @@
-// HIP-only tests (issue 14 §4). The tests HIP shares with CUDA are written once in
-// tests/stream/stream_tests.cpp and run here on HIP through hip_hooks.cpp
-// (StreamBackendTest.<test>/hip); this file holds what is HIP's own (impl/hip): properties from
-// gcnArchName and hipDeviceGetUuid with the capabilities HIP 5.2 lacks, HIP work of the
-// application's enqueued on baton's hipStream_t, host calls through hipStreamAddCallback (5.2
-// does not export hipLaunchHostFunc), and queue-ordered allocation from the device's default
-// memory pool. Each test skips, with the runtime's reason, without a HIP device (AMD's runtime on
-// a machine without an AMD GPU: "hipInit failed: hipErrorInvalidDevice").
-// Their command buffers are replayed (makeReplayCommands) in every registration: each observes
-// what a replayed submission calls (hipStreamAddCallback, a native callback per issue).
+// HIP-only tests. The tests HIP shares with CUDA are written once in tests/stream/stream_tests.cpp
+// and run here on HIP through hip_hooks.cpp (StreamBackendTest.<test>/hip); this file holds what is
+// HIP's own (impl/hip): properties from gcnArchName and hipDeviceGetUuid with the capabilities HIP
+// 5.2 lacks, HIP work of the application's enqueued on baton's hipStream_t, host calls through
+// hipStreamAddCallback (5.2 does not export hipLaunchHostFunc), and queue-ordered allocation from
+// the device's default memory pool. Each test skips, with the runtime's reason, without a HIP
+// device (AMD's runtime on a machine without an AMD GPU: "hipInit failed: hipErrorInvalidDevice").
+// Their command buffers are replayed (makeReplayCommands) in every registration: each observes what
+// a replayed submission calls (hipStreamAddCallback, a native callback per issue).
 #include <atomic>
 #include <functional>
 

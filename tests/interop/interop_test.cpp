@@ -1,6 +1,6 @@
-// Vulkan interop tests (issue 4, DESIGN §5), bridged mode: a Vulkan device (lavapipe in CI) and
-// baton's host backend share timeline semaphores and memory. Covers wait-before-signal in both
-// directions, chains across a Vulkan queue, host backend queues and the host, failure and
+// Vulkan interop tests (docs/guide.md, 'Vulkan interop'), bridged mode: a Vulkan device (lavapipe
+// in CI) and baton's host backend share timeline semaphores and memory. Covers wait-before-signal
+// in both directions, chains across a Vulkan queue, host backend queues and the host, failure and
 // misuse, and fd/thread leaks. Without a Vulkan device every test skips and prints why.
 #include <fcntl.h>
 #include <unistd.h>

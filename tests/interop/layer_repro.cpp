@@ -1,7 +1,7 @@
-// The validation layer's own mistakes, shown with plain Vulkan and no baton (issue 32). Each test
-// makes calls that are valid by the Vulkan specification, checks that the Khronos validation
-// layer reports them anyway, and says why the report is wrong. They are the evidence behind the
-// one filter rule in vulkan_validation.hpp and the layer settings in vk_layer_settings.txt.
+// The validation layer's own mistakes, shown with plain Vulkan and no baton. Each test makes calls
+// that are valid by the Vulkan specification, checks that the Khronos validation layer reports them
+// anyway, and says why the report is wrong. They are the evidence behind the one filter rule in
+// vulkan_validation.hpp and the layer settings in vk_layer_settings.txt.
 //
 // They need the layer: without BATON_VULKAN_VALIDATION they skip. A layer that no longer makes
 // the mistake makes them fail with a note, so that the filter or the setting they justify can

@@ -1,9 +1,9 @@
-// Vulkan interop tests (issue 4, DESIGN §5), native mode: a CUDA device and the Vulkan device of
-// the same GPU (equal UUIDs) share timeline semaphores and memory through OPAQUE_FD imports, so
-// that CUDA streams wait for and signal Vulkan's timelines GPU-side. Covers the mode choice,
-// wait-before-signal in both directions, chains across a Vulkan queue, CUDA queues, a host
-// backend queue and the host, memory written by CUDA and read by a Vulkan compute shader and
-// back, failure, device mismatch, and fd/thread leaks.
+// Vulkan interop tests (docs/guide.md, 'Vulkan interop'), native mode: a CUDA device and the Vulkan
+// device of the same GPU (equal UUIDs) share timeline semaphores and memory through OPAQUE_FD
+// imports, so that CUDA streams wait for and signal Vulkan's timelines GPU-side. Covers the mode
+// choice, wait-before-signal in both directions, chains across a Vulkan queue, CUDA queues, a host
+// backend queue and the host, memory written by CUDA and read by a Vulkan compute shader and back,
+// failure, device mismatch, and fd/thread leaks.
 //
 // Every test needs a CUDA driver, a baton CUDA device whose UUID is the Vulkan device's, and a
 // Vulkan driver that exports timelines and memory as OPAQUE_FD; otherwise it skips and prints
@@ -538,9 +538,10 @@ TEST_F(NativeInterop, BridgedRequestStaysBridgedAndWorks) {
 }
 
 // A host thread waiting on a bridged timeline for a CUDA queue's signal returns once it sees the
-// signal's event, without forwarding the value to Vulkan itself (about 12 µs of Vulkan calls on
-// the NVIDIA driver, issue 16): the queue's completion thread forwards it
-// (Timepoint::forwardsMirrors). Every value must still reach Vulkan.
+// signal's event, without forwarding the value to Vulkan itself (Vulkan calls that cost more than
+// the rest of the wake-up on the NVIDIA driver: docs/performance.md, 'Floors and where the time
+// goes'): the queue's completion thread forwards it (Timepoint::forwardsMirrors). Every value must
+// still reach Vulkan.
 TEST_F(NativeInterop, ABridgedCudaSignalReachesVulkanWhenAHostWaiterSawItFirst) {
   VulkanTimeline t;
   ASSERT_NO_FATAL_FAILURE(sharedTimeline(&t, InteropModeRequest::Bridged));

@@ -1,9 +1,9 @@
 // The Khronos validation layer for every program that uses Vulkan in the tests and the demo
-// (issue 32): core checks plus synchronization validation, with the layer's messages delivered to
-// a VkDebugUtilsMessengerEXT this harness installs. An error fails the test that caused it (the
-// gtest programs set onError to ADD_FAILURE) or the program's exit status (the demo, the guide's
-// example). Nothing baton-specific lives here, so the layer's own reproducers
-// (tests/interop/layer_repro.cpp) use it without linking baton.
+// (docs/testing.md, 'Vulkan validation layer'): core checks plus synchronization validation, with
+// the layer's messages delivered to a VkDebugUtilsMessengerEXT this harness installs. An error
+// fails the test that caused it (the gtest programs set onError to ADD_FAILURE) or the program's
+// exit status (the demo, the guide's example). Nothing baton-specific lives here, so the layer's
+// own reproducers (tests/interop/layer_repro.cpp) use it without linking baton.
 //
 // BATON_VULKAN_VALIDATION selects it: unset, "" or "0" off; "core" core checks only; "1" or
 // "sync" core checks plus synchronization validation. When it is set and the layer is not
@@ -215,9 +215,10 @@ class TimelineObserver {
   std::unordered_map<uint64_t, uint64_t> reached_;  // handle -> highest value seen
 };
 
-// The one filter rule (issue 32). VUID-VkSemaphoreSignalInfo-value-03259 forbids a host signal
-// at or above the value of a *pending* signal operation. Debian 12's layer (1.3.239) keeps
-// signal operations pending that have executed, or that never existed:
+// The one filter rule (docs/testing.md, 'Vulkan validation layer').
+// VUID-VkSemaphoreSignalInfo-value-03259 forbids a host signal at or above the value of a *pending*
+// signal operation. Debian 12's layer (1.3.239) keeps signal operations pending that have executed,
+// or that never existed:
 //   - a host signal whose completion a racing vkWaitSemaphores for a lower value observed
 //     (LayerRepro.HostWaitSatisfiedByAHigherHostSignalLeavesAPendingSignal; bridged interop);
 //   - a queue signal whose completion came to light through another handle of the payload

@@ -1,5 +1,5 @@
 // baton-soak: sustained load on one device for a fixed time, with the process's resources sampled
-// at fixed intervals and checked flat (issue 15, item 6).
+// at fixed intervals and checked flat (docs/testing.md, 'Reliability').
 //
 // The load, all at once until the time is up:
 //   - one worker thread per queue of the device but the last: each submits batches that wait on

@@ -1,10 +1,10 @@
-// Semaphore graphs across the two GPU backends and the host (issue 14 §3): a value signalled by a
-// HIP queue is waited for by a CUDA queue and a host queue, and back (CUDA -> HIP, host -> HIP),
-// with every consumer submitted before its producer (wait-before-signal). A queue can wait
-// GPU-side only for a signal of its own backend, so these waits are released when the value is
-// reached: a producer held on its GPU by a gate shows that its consumers on the other backend are
-// not issued early. Data crosses through HostPinned buffers: a consumer's host call (in stream
-// order, after the wait) reads the producer's pinned words, and its GPU copies them on.
+// Semaphore graphs across the two GPU backends and the host: a value signalled by a HIP queue is
+// waited for by a CUDA queue and a host queue, and back (CUDA -> HIP, host -> HIP), with every
+// consumer submitted before its producer (wait-before-signal). A queue can wait GPU-side only for a
+// signal of its own backend, so these waits are released when the value is reached: a producer held
+// on its GPU by a gate shows that its consumers on the other backend are not issued early. Data
+// crosses through HostPinned buffers: a consumer's host call (in stream order, after the wait)
+// reads the producer's pinned words, and its GPU copies them on.
 //
 // Needs both backends in one process: in CI both BATON_CUDA_DRIVER and BATON_HIP_DRIVER name the
 // fake driver (one emulation, two name sets); on the H100 CUDA loads libcuda.so.1 and

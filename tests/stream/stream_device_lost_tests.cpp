@@ -1,6 +1,6 @@
-// Device loss on the GPU stream backends, written once for CUDA and HIP (DESIGN §1, issue 3
-// item 7, issue 14 §4). A sticky fault poisons the context for the rest of the process, so these
-// tests have their own executable per backend (baton-cuda-device-lost, baton-hip-device-lost:
+// Device loss on the GPU stream backends, written once for CUDA and HIP (docs/architecture.md,
+// 'Failure and device loss'). A sticky fault poisons the context for the rest of the process, so
+// these tests have their own executable per backend (baton-cuda-device-lost, baton-hip-device-lost:
 // this file and the backend's hooks), and the real fault runs last (gtest runs tests in the order
 // they are defined).
 //

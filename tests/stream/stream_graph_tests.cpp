@@ -1,9 +1,9 @@
-// Graph command buffers (CommandBufferUsage::Graph, issue 34) on the GPU stream backends, written
-// once for CUDA and HIP: what end() builds (segments, captured native callbacks), what each
-// submission launches, re-recording (update in place or a new instantiation, counted in
-// stream::Stats), host-node failure, capture errors, driver errors at launch and bad input. On
-// the fake driver in CI (graphs, capture and update emulated: tests/cuda/fake/fake_cuda.hpp, G1-G6)
-// and on the GPU; the tests that need kernels skip without them.
+// Graph command buffers (CommandBufferUsage::Graph) on the GPU stream backends, written once for
+// CUDA and HIP: what end() builds (segments, captured native callbacks), what each submission
+// launches, re-recording (update in place or a new instantiation, counted in stream::Stats),
+// host-node failure, capture errors, driver errors at launch and bad input. On the fake driver in
+// CI (graphs, capture and update emulated: tests/cuda/fake/fake_cuda.hpp, G1-G6) and on the GPU;
+// the tests that need kernels skip without them.
 #include <cstring>
 #include <thread>
 

@@ -1,13 +1,12 @@
-// Tests of the GPU stream backends, written once for CUDA and HIP (issue 3 item 8, issue 14 §4):
-// what the conformance suite cannot observe on every backend — submissions released when their
-// signal is recorded (not completed), chains across the host backend and the GPU one, two GPUs,
-// queue-ordered allocation through memory pools, host-call failures stopping GPU-side waiters,
-// driver errors, and a bounded event pool. They run on every backend whose hooks the binary links
-// (tests/cuda/cuda_hooks.cpp, tests/hip/hip_hooks.cpp), as StreamBackendTest.<test>/cuda and
-// /hip; each skips, with the reason, without a device of its backend. What only one backend has
-// lives next to its hooks (tests/cuda/cuda_tests.cpp, tests/hip/hip_tests.cpp). Device loss
-// poisons the context for the whole process, so it has its own executables
-// (stream_device_lost_tests.cpp).
+// Tests of the GPU stream backends, written once for CUDA and HIP: what the conformance suite
+// cannot observe on every backend — submissions released when their signal is recorded (not
+// completed), chains across the host backend and the GPU one, two GPUs, queue-ordered allocation
+// through memory pools, host-call failures stopping GPU-side waiters, driver errors, and a bounded
+// event pool. They run on every backend whose hooks the binary links (tests/cuda/cuda_hooks.cpp,
+// tests/hip/hip_hooks.cpp), as StreamBackendTest.<test>/cuda and /hip; each skips, with the reason,
+// without a device of its backend. What only one backend has lives next to its hooks
+// (tests/cuda/cuda_tests.cpp, tests/hip/hip_tests.cpp). Device loss poisons the context for the
+// whole process, so it has its own executables (stream_device_lost_tests.cpp).
 #include <dlfcn.h>
 
 #include <atomic>
@@ -109,8 +108,8 @@ bool directIssueOn() {
 
 // Native callbacks run on the thread that makes the submission's driver calls: with direct issue
 // on, the submitting thread inside submit() and, for a held submission, the thread whose signal
-// released it, inside Semaphore::signal, when nothing else of its queue is pending (issue 16: no
-// hand-off to a thread that must wake or poll for it); the device's issuing thread otherwise.
+// released it, inside Semaphore::signal, when nothing else of its queue is pending (no hand-off to
+// a thread that must wake or poll for it); the device's issuing thread otherwise.
 TEST_P(StreamBackendTest, NativeCallbacksRunOnTheThreadThatIssues) {
   ThreadSeen direct, held;
   auto cbDirect = makeReplayCommands(
@@ -196,9 +195,10 @@ TEST_P(StreamBackendTest, ASignalReleasingSeveralHandsThemOnInOrder) {
     EXPECT_NE(seen.thread[i], signaller) << "submission " << i << " was issued by the signal";
 }
 
-// The default issue mode (issue 16): a submission to a queue whose earlier submissions are all
-// known to have completed (a host wait saw them, or the completion thread) is issued by the
-// submitting thread, inside submit, so a submit + wait pays no hand-off to the issuing thread.
+// The default issue mode (docs/architecture.md, 'Direct issue and the issuing thread'): a
+// submission to a queue whose earlier submissions are all known to have completed (a host wait saw
+// them, or the completion thread) is issued by the submitting thread, inside submit, so a submit +
+// wait pays no hand-off to the issuing thread.
 // StreamBusyTest.ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread has the other half.
 TEST_P(StreamBackendTest, SubmissionsToAnIdleQueueAreIssuedOnTheSubmittingThread) {
   baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
@@ -974,10 +974,10 @@ class StreamBusyTest : public StreamBackendTest {
   std::string skip_;
 };
 
-// No thread polls while the GPU is simply busy (issue 16): with records in flight and nothing
-// waiting for them, the completion thread looks for completions a few times, backing off, not
-// every few microseconds. A submission of another backend held until a value of this queue is
-// reached makes it watch (it parks lazily no more) until the value is reached.
+// No thread polls while the GPU is simply busy: with records in flight and nothing waiting for
+// them, the completion thread looks for completions a few times, backing off, not every few
+// microseconds. A submission of another backend held until a value of this queue is reached makes
+// it watch (it parks lazily no more) until the value is reached.
 TEST_P(StreamBusyTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
   if (!holdGpu()) GTEST_SKIP() << skip_;
   auto s = makeSemaphore("busy");
@@ -1009,7 +1009,7 @@ TEST_P(StreamBusyTest, CompletionsAreLookedForLazilyUnlessSomethingWaits) {
 
 // A submission with a host call behind busy GPU work: its signals are published by the
 // completion thread once the call ran, so that thread must notice promptly, but it need not poll
-// while the GPU works towards the call: the host function wakes it (issue 16).
+// while the GPU works towards the call: the host function wakes it.
 Result countCall(void* user) {
   static_cast<std::atomic<int>*>(user)->fetch_add(1);
   return Result::Success;
@@ -1038,10 +1038,10 @@ TEST_P(StreamBusyTest, HostCallsAreAwaitedWithoutPolling) {
   ASSERT_OK(u->wait(4, kLongNs)) << sink_.dump();
 }
 
-// Device::setHostWaitSpin (issue 16): how long a host wait on a recorded device signal spins on
-// its event before it sleeps until the completion thread wakes it. 0 sleeps at once; the default
-// (50 µs) spins, then sleeps behind work that takes longer; kHostWaitSpinForever spins (yielding)
-// for the whole wait, sees the GPU finish itself, and still times out at its deadline.
+// Device::setHostWaitSpin: how long a host wait on a recorded device signal spins on its event
+// before it sleeps until the completion thread wakes it. 0 sleeps at once; the default (50 µs)
+// spins, then sleeps behind work that takes longer; kHostWaitSpinForever spins (yielding) for the
+// whole wait, sees the GPU finish itself, and still times out at its deadline.
 TEST_P(StreamBusyTest, HostWaitSpinIsTheDevicesSetting) {
   const uint64_t issued = baton::stream::stats().recordsIssued;
   if (!holdGpu()) GTEST_SKIP() << skip_;
@@ -1099,10 +1099,10 @@ TEST_P(StreamBusyTest, HostWaitSpinIsTheDevicesSetting) {
   EXPECT_OK(device_->setHostWaitSpin(baton::kHostWaitSpinDefaultNs));
 }
 
-// The default issue mode issues a submission on the submitting thread only when the queue's
-// earlier work is known to have completed: behind work that has not, it goes to the issuing
-// thread, which overlaps its driver calls with what the submitter does next (issue 16). Once a
-// wait saw that work complete, the next submission is direct again.
+// The default issue mode issues a submission on the submitting thread only when the queue's earlier
+// work is known to have completed: behind work that has not, it goes to the issuing thread, which
+// overlaps its driver calls with what the submitter does next. Once a wait saw that work complete,
+// the next submission is direct again.
 TEST_P(StreamBusyTest, ASubmissionBehindUnfinishedWorkGoesToTheIssuingThread) {
   baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
   struct Reset {
@@ -1263,7 +1263,7 @@ TEST_P(StreamBackendTest, AHostPublishedValueIsPolledAsLongAsItsDevicesHostWaits
 // Signals behind a submission with host calls are published by the host (the queue's signal
 // order) only while such a submission is ahead of them: once it finished, those behind it are
 // published as timepoints, and a queue waiting for one is issued with a GPU-side wait before the
-// work it waits for has run (issue 16).
+// work it waits for has run.
 // A host call that holds its stream until `release` is set (at most 10 s).
 Result holdUntilReleased(void* user) {
   auto* release = static_cast<std::atomic<bool>*>(user);

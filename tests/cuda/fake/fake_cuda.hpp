@@ -215,7 +215,7 @@
 //   - One process: no bootstrap, no transports; the unique id is only a key.
 //   - Arrival errors (N1) are returned by the init call, non-blocking ones included.
 //   - Finalize is local (NCCL waits for the whole group to be quiescent); revoke is quiescent at
-//     once (NCCL: about 0.5 s, DESIGN §4).
+//     once (NCCL: about half a second, docs/performance.md, 'Measurements behind design choices').
 //   - ncclAvg of floating types sums, then divides (NCCL multiplies each input by 1/nranks first),
 //     so that averages of exact values stay exact. The fp8 types saturate (as cuda_fp8.h's
 //     __NV_SATFINITE conversions).

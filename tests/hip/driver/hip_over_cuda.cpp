@@ -2,7 +2,7 @@
 // (impl/hip/hip_symbols.hpp), implemented over the CUDA driver API, so that the backend's own code
 // (its symbol table, error mapping, enumeration and the shared stream machinery of impl/stream)
 // runs on an NVIDIA GPU with real asynchrony. It exists because the H100 test machine has no AMD
-// GPU and HIP 5.2's own NVIDIA-platform headers do not compile against CUDA 13 (DESIGN §4).
+// GPU and HIP 5.2's own NVIDIA-platform headers do not compile against CUDA 13.
 // baton loads it through BATON_HIP_DRIVER, exactly as it would load libamdhip64.so.5.
 //
 // The prototypes are those of ROCm 5.2's AMD-platform headers (hip_over_cuda.hpp), so each hip*
