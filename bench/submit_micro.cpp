@@ -1,8 +1,7 @@
-// submit_micro: the cost of Queue::submit on its own, for profiling (issue 3, item 9). Runs N
-// submissions of one wait and one signal with no command buffers, on a host or CUDA queue, and
-// prints the wall-clock ns per submit() call (batches of 64, waited for between batches). Made to
-// run under callgrind, with the collection limited to submit() so that the queues' own threads are
-// not counted:
+// submit_micro: the cost of Queue::submit on its own, for profiling. Runs N submissions of one wait
+// and one signal with no command buffers, on a host or CUDA queue, and prints the wall-clock ns per
+// submit() call (batches of 64, waited for between batches). Made to run under callgrind, with the
+// collection limited to submit() so that the queues' own threads are not counted:
 //
 //   valgrind --tool=callgrind --toggle-collect='baton::Queue::submit*'
 //       build/bench/submit_micro cuda covered 20000
@@ -24,9 +23,9 @@
 //   levels    live, 40 rounds of 1000 round trips (whatever [submits] says), printing the
 //             spread of the rounds: the pace (ns per submission, until the host saw the last
 //             signal), the submitting loop's own pace, and how far the issuing thread trailed at
-//             the loop's end (the host wait). On
-//             the H100 test machine the pace sits at about 0.5 or 0.9-1.0 us per submission,
-//             switching from one process or period to the next with the same code (issue 16)
+//             the loop's end (the host wait). On the H100 test machine the pace switches
+//             between two levels from one process or period to the next with the same code
+//             (docs/performance.md, 'Floors and where the time goes')
 //   raw       (cuda) live's raw driver calls on this thread, no baton: bench/cuda's raw event
 //             ping-pong, printed per pair of calls (one submission's worth)
 //   bursts    a frame loop's shape (bench/cuda/frame_bench): bursts of 64 submissions (32 steps

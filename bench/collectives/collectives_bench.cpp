@@ -1,7 +1,7 @@
 // collectives_bench: baton's collectives (baton/communicator.hpp) against raw NCCL calls on raw
-// CUDA streams and events, in the same run (issue 33, item 6). Two GPUs of one process, one rank
-// each. Every figure alternates the raw and the baton measurement (ABAB, --reps pairs), so that
-// drift of the machine hits both; the tables give the medians and their ratio baton/raw.
+// CUDA streams and events, in the same run. Two GPUs of one process, one rank each. Every figure
+// alternates the raw and the baton measurement (ABAB, --reps pairs), so that drift of the machine
+// hits both; the tables give the medians and their ratio baton/raw.
 //
 //   bandwidth  allReduce of float32, sum, 8 B .. 1 GiB (x4 steps, and 64 MiB, 256 MiB, 1 GiB):
 //              bus bandwidth (algbw x 2(n-1)/n) of a loop of back-to-back allReduces (16 GiB in

@@ -1,10 +1,10 @@
-// cuda_bench: the CUDA or HIP backend against the raw driver calls of the same backend,
-// measured in the same run (issue 3, item 9; issue 14 for HIP). Each row prints baton's figure,
-// the raw figure and the ratio. `--backend hip` runs the HIP backend against raw HIP calls
-// (raw_driver.hpp); the default is CUDA. The rows name the CUDA calls below; on HIP they are
-// the same calls under their HIP names (hipStreamWaitEvent, hipEventRecord, ...), and baton's
-// per-submit query of the current context is hipGetDevice. The kernels are PTX, so HIP runs them
-// only over an NVIDIA GPU (the translation library of tests/hip, through BATON_HIP_DRIVER).
+// cuda_bench: the CUDA or HIP backend against the raw driver calls of the same backend, measured in
+// the same run. Each row prints baton's figure, the raw figure and the ratio. `--backend hip` runs
+// the HIP backend against raw HIP calls (raw_driver.hpp); the default is CUDA. The rows name the
+// CUDA calls below; on HIP they are the same calls under their HIP names (hipStreamWaitEvent,
+// hipEventRecord, ...), and baton's per-submit query of the current context is hipGetDevice. The
+// kernels are PTX, so HIP runs them only over an NVIDIA GPU (the translation library of tests/hip,
+// through BATON_HIP_DRIVER).
 //
 //   submit      host cost of one submit with one recorded wait + one signal, no work, vs
 //               cuStreamWaitEvent + cuEventRecord (the wait is on another stream's event that
@@ -28,7 +28,8 @@
 //
 // Work is held back by fixed-length spin kernels, not by host-opened gates: thousands of stream
 // operations queued behind a gate can fill the stream and block the enqueuing thread, which is
-// the one that would open the gate (DESIGN §4). Only "host wake" uses a gate (one operation).
+// the one that would open the gate (seen on the H100 test machine: docs/architecture.md,
+// 'Wait-before-signal and deferred submissions'). Only "host wake" uses a gate (one operation).
 // Medians over repetitions; raw and baton alternate within a repetition so drift hits both.
 // Ratios in the table are of the medians; the notes of submit and ping-pong also give the median
 // of the per-repetition ratios (baton and raw measured back to back), which drifts less when the
@@ -738,10 +739,10 @@ void benchPingPong() {
   row("  raw + scheduler, one thread", median(serial), median(raw), "us",
       "(raw calls + the 2 submissions held in the core, in series: issuing on the caller)");
   // The spread of the repetitions: on the H100 test machine the issuing thread's cost per
-  // submission switches between two levels (about 0.5 and 0.9-1.0 us) from one process or period
-  // to the next, with the same code (issue 16), which moves the ratio above between ~1.1x and
-  // ~2x (3.6x in a run where raw's own round trip was unusually fast, docs/performance.md); the
-  // spread shows which level (or both) a run saw.
+  // submission switches between two levels from one process or period to the next, with the same
+  // code, which moves the ratio above by up to a factor of two or more (docs/performance.md,
+  // 'Floors and where the time goes', has the levels and the ratios); the spread shows which level
+  // (or both) a run saw.
   std::printf(
       "    live reps, us per round trip: baton p10 %.3f, median %.3f, p90 %.3f; raw p10 %.3f, "
       "median %.3f, p90 %.3f\n",

@@ -1,6 +1,6 @@
 // frame_bench: an engine's frame on baton against the same frame written by hand with raw driver
-// streams and events, in the same run (issue 16, "engine-frame benchmark"). `--backend hip` runs
-// the HIP backend against raw HIP calls (raw_driver.hpp); the default is CUDA.
+// streams and events, in the same run. `--backend hip` runs the HIP backend against raw HIP calls
+// (raw_driver.hpp); the default is CUDA.
 //
 // The frame: three queues of one device and the host. 64 small kernels per frame in 11 passes
 // (kPasses below: shadow, G-buffer, lighting and post chains of a deferred renderer, with
@@ -26,23 +26,23 @@
 // cuMemcpyAsync), which the host call checks: a smoke test of the queues and of the ordering, not
 // a measurement; the output says so.
 //
-// Figures, each for baton, raw and their ratio, with the issue's targets: frame time (wall time
-// per frame at steady state), CPU time of the submitting thread per frame
-// (CLOCK_THREAD_CPUTIME_ID) and CPU time of the whole process per frame (CLOCK_PROCESS_CPUTIME_ID:
-// baton's threads and the driver's count). Steady state: each run skips its first tenth of the
-// frames, then measures between two points where the CPU has just seen frame N-3 end. Runs
-// alternate baton and raw (3 of each by default); the table gives the medians and the median of
-// the per-run ratios (baton and raw back to back).
+// Figures, each for baton, raw and their ratio, with their targets: frame time (wall time per frame
+// at steady state), CPU time of the submitting thread per frame (CLOCK_THREAD_CPUTIME_ID) and CPU
+// time of the whole process per frame (CLOCK_PROCESS_CPUTIME_ID: baton's threads and the driver's
+// count). Steady state: each run skips its first tenth of the frames, then measures between two
+// points where the CPU has just seen frame N-3 end. Runs alternate baton and raw (3 of each by
+// default); the table gives the medians and the median of the per-run ratios (baton and raw back to
+// back).
 //
-// Also in each run: baton with every submission issued by the device's issuing thread
-// (baton-it) and with direct issue whenever nothing holds a submission back (baton-di), and the
-// raw frame with its driver calls made by a second thread that this one hands each pass to
-// (raw-2t): the frame-time floor of a design that issues on a thread of its own. Issue 34's graph
-// sides: baton-graph (each pass of each slot recorded once as a graph command buffer), bgraph-inf
-// (the same, the host call kHostCallInfallible), bgraph-it (bgraph-inf with every submission made
-// by the issuing thread) and raw-graph (the raw frame as CUDA/HIP graphs), each printed against
-// raw streams and raw graphs with the issue's targets. CPU by thread tells baton's threads from
-// driver threads that inherited their names ("drv:baton-issue", stream::threadIds).
+// Also in each run: baton with every submission issued by the device's issuing thread (baton-it)
+// and with direct issue whenever nothing holds a submission back (baton-di), and the raw frame with
+// its driver calls made by a second thread that this one hands each pass to (raw-2t): the
+// frame-time floor of a design that issues on a thread of its own. The graph sides: baton-graph
+// (each pass of each slot recorded once as a graph command buffer), bgraph-inf (the same, the host
+// call kHostCallInfallible), bgraph-it (bgraph-inf with every submission made by the issuing
+// thread) and raw-graph (the raw frame as CUDA/HIP graphs), each printed against raw streams and
+// raw graphs with their targets. CPU by thread tells baton's threads from driver threads that
+// inherited their names ("drv:baton-issue", stream::threadIds).
 //
 // Options: --backend cuda|hip, --frames N (default 1000 / BATON_BENCH_SCALE), --runs N (3),
 // --raw-blocking-sync (the raw frame-end events sleep in cuEventSynchronize; also when
@@ -866,8 +866,8 @@ Figures runRaw(Side& side, uint64_t first, int frames, int warmup) {
   return runFrames(side, first, frames, warmup, waitEnd, submitFrame);
 }
 
-// The raw frame as graphs ("raw-graph", issue 34's baseline): per pass its waits, the launch of
-// the pass's graph for the slot, the host call (last pass), its event; the slot's stamp written
+// The raw frame as graphs ("raw-graph", the graph sides' baseline): per pass its waits, the launch
+// of the pass's graph for the slot, the host call (last pass), its event; the slot's stamp written
 // to its pinned word first (kernel mode).
 Figures runRawGraph(Side& side, uint64_t first, int frames, int warmup) {
   auto waitEnd = [&](uint64_t f) {
@@ -1119,12 +1119,11 @@ int main(int argc, char** argv) {
   else
     setupSide(rawGraph, false);
 
-  // baton runs in its default issue mode (a submission that nothing holds back is issued by
-  // the submitting thread when its queue is known idle, otherwise by the device's issuing
-  // thread; issue 16) and,
-  // alternating with it, with every submission issued by the issuing thread and with direct
-  // issue (whenever nothing holds it back): the same Side, so the frames continue on the same
-  // timelines. "direct" says how many of the run's submissions were issued directly.
+  // baton runs in its default issue mode (a submission that nothing holds back is issued by the
+  // submitting thread when its queue is known idle, otherwise by the device's issuing thread) and,
+  // alternating with it, with every submission issued by the issuing thread and with direct issue
+  // (whenever nothing holds it back): the same Side, so the frames continue on the same timelines.
+  // "direct" says how many of the run's submissions were issued directly.
   struct Mode {
     const char* name;
     baton::stream::IssueMode mode;  // unused for raw
@@ -1146,7 +1145,7 @@ int main(int argc, char** argv) {
        "graph submissions)"},
       {"raw-graph", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw frame as graphs, one per pass and slot captured once, launched every "
-       "frame between the same waits and events (issue 34's baseline)"},
+       "frame between the same waits and events (the graph sides' baseline)"},
       {"raw-2t", baton::stream::IssueMode::WhenIdle,
        "no baton: the raw calls made by a second thread, handed each pass (the floor of an "
        "issuing thread)"},
@@ -1313,7 +1312,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Graph command buffers against raw streams and raw graphs (issue 34's targets). The issuing
+  // Graph command buffers against raw streams and raw graphs (their targets). The issuing
   // CPU is what the submitting thread and the device's issuing thread spent together (all frames,
   // warm-up included), beside what raw's submitting thread spent (it issues everything itself).
   for (int g = kBatonGraph; g < kRawGraph; ++g) {

@@ -95,9 +95,9 @@ struct RawDriver {
   // cuMemcpyAsync, hipMemcpyAsync(hipMemcpyDefault), as baton's copyBuffer does.
   int (*memcpyAsync)(uint64_t dst, uint64_t src, size_t bytes, RawStream stream);
 
-  // Graphs, for frame_bench's raw-graph side (issue 34's baseline): why this driver has no
-  // graphs (an entry point missing), or nullptr; stream capture in relaxed mode (other threads
-  // keep calling the driver meanwhile) into a graph, its instantiation, launch and destruction
+  // Graphs, for frame_bench's raw-graph side (the graph sides' baseline): why this driver has no
+  // graphs (an entry point missing), or nullptr; stream capture in relaxed mode (other threads keep
+  // calling the driver meanwhile) into a graph, its instantiation, launch and destruction
   // (cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate, cuGraphLaunch,
   // cuGraphExecDestroy, cuGraphDestroy; HIP: the hip* names).
   const char* (*cannotRunGraphs)();

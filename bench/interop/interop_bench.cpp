@@ -1,5 +1,5 @@
-// Latency of baton's Vulkan interop (issue 4, DESIGN §5), each figure next to the same hand-off
-// written with raw Vulkan (and raw CUDA) calls, in one run. Two halves:
+// Latency of baton's Vulkan interop (docs/guide.md, 'Vulkan interop'), each figure next to the same
+// hand-off written with raw Vulkan (and raw CUDA) calls, in one run. Two halves:
 //
 // Bridged, with baton's host backend, on whatever Vulkan device is present (lavapipe in CI):
 //

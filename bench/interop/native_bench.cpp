@@ -1,6 +1,6 @@
-// The Vulkan <-> CUDA half of baton-interop-bench (issue 4, item 7; DESIGN §5, §6): a shared
-// timeline between the Vulkan device and the CUDA device with the same UUID, through baton
-// (native import, and bridged for comparison) and through raw Vulkan + CUDA calls, in one run.
+// The Vulkan <-> CUDA half of baton-interop-bench: a shared timeline between the Vulkan device and
+// the CUDA device with the same UUID, through baton (native import, and bridged for comparison) and
+// through raw Vulkan + CUDA calls, in one run.
 //
 //   ping-pong   N rounds, all submitted up front from the host: CUDA submission k waits
 //               T >= 2k-2 and signals 2k-1, Vulkan submission k (no command buffer) waits
@@ -12,7 +12,8 @@
 //   host wake   a CUDA submission held by a GPU gate (a kernel spinning on a host-pinned flag)
 //               signals v; the host opens the gate once the waiter is asleep; µs from opening to
 //               the waiter's return. baton: Semaphore::wait; against vkWaitSemaphores on the
-//               same VkSemaphore (DESIGN §6: ~10 ms on the NVIDIA driver). Two raw rows: a raw
+//               same VkSemaphore (milliseconds on the NVIDIA driver: docs/performance.md,
+//               'Measured primitives'). Two raw rows: a raw
 //               external-semaphore signal seen by vkWaitSemaphores, and the floor (the gate's
 //               exit seen by cuEventSynchronize).
 //
@@ -50,10 +51,13 @@ using test::VulkanContext;
 
 const cuda::Symbols* cu = nullptr;
 
-// Generous: a round trip is ~317 µs (DESIGN §6), a bridged one a few ms at worst.
+// Generous: a native round trip takes well under a millisecond (docs/performance.md, 'Measured
+// primitives'), a bridged one a few ms at worst.
 constexpr uint64_t kPingPongTimeoutNs = 60'000'000'000ull;
 constexpr uint64_t kWakeTimeoutNs = 5'000'000'000ull;
-constexpr double kRoundTripTarget = 0.5;  // the default mode's round trip / raw native (issue 16)
+// The default mode's round trip / raw native: a target of the CUDA backend's hot path
+// (docs/performance.md).
+constexpr double kRoundTripTarget = 0.5;
 
 void batonOk(Result r, const char* what) {
   if (r != Result::Success) fatal(what, lastErrorMessage());
@@ -423,7 +427,7 @@ std::vector<double> wakeRawHostFunction(Env& e, VulkanContext&, uint32_t samples
   return out;
 }
 
-// ---- one direction at a time (issue 16) ---------------------------------------------------------
+// ---- one direction at a time --------------------------------------------------------------------
 
 // Each sample arms the receiving side first (its wait for value v is enqueued and issued), then
 // takes t0, makes the sending side signal v and spins (no sleep: the path's latency, not a
@@ -746,7 +750,8 @@ void runCuda(VulkanContext& vk, const Options& options) {
     vk.destroy(after);
   }
 
-  // Issue 16's targets, for the default mode (Auto bridges semaphores: baton/vulkan.hpp).
+  // The targets of the CUDA backend's hot path (docs/performance.md), for the default mode (Auto
+  // bridges semaphores: baton/vulkan.hpp).
   {
     const double ratio = pb / pr;
     std::printf(
