@@ -1,5 +1,6 @@
-// The semaphore core (DESIGN §1): the value, the timepoints of recorded device signals, the
-// first failure, and the waiters to notify when any of these changes.
+// The semaphore core (the semantics: docs/guide.md, 'The model: timelines and wait-before-signal'):
+// the value, the timepoints of recorded device signals, the first failure, and the waiters to
+// notify when any of these changes.
 //
 // Locking: one mutex per semaphore guards the timepoint list, the failure and the waiter list;
 // the value is also an atomic so that queries and satisfied waits take no lock. Waiters are
@@ -172,9 +173,8 @@ class alignas(64) Semaphore : public Object {
 
   // Layout (the class is cache-line aligned): the state that both the submitting thread and
   // completion threads write (the reference count in Object, the value, the lock, the pending
-  // signals, the waiters) shares the first line, so that a change of hands costs one line, not
-  // two; what submissions only read (instance, name) lies on lines that stay shared
-  // (issue 3, item 9).
+  // signals, the waiters) shares the first line, so that a change of hands costs one line, not two;
+  // what submissions only read (instance, name) lies on lines that stay shared.
   std::atomic<uint64_t> value_;
   std::atomic<bool> failed_{false};
   std::atomic<bool> hasTimepoints_{false};

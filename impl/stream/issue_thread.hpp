@@ -84,13 +84,12 @@ class SpinBudget {
   bool probe_ = false;       // the next spin is a full one
 };
 
-// Takes released submissions from the rings of a device's queues, each queue in order, and
-// enqueues them (Issuer); also resumes suspended submissions once the completion thread saw
-// their host calls run. The driver calls of a submission (and its native callbacks) run here,
-// not on the thread that submitted it, which only pays for the scheduler and the hand-off
-// (issue 3, item 9). A queue whose next submission waits for a signal not yet recorded (by
-// another device's issuing thread), or whose stream holds kMaxOpsInFlight operations, is
-// passed over until that changes; the other queues go on.
+// Takes released submissions from the rings of a device's queues, each queue in order, and enqueues
+// them (Issuer); also resumes suspended submissions once the completion thread saw their host calls
+// run. The driver calls of a submission (and its native callbacks) run here, not on the thread that
+// submitted it, which only pays for the scheduler and the hand-off. A queue whose next submission
+// waits for a signal not yet recorded (by another device's issuing thread), or whose stream holds
+// kMaxOpsInFlight operations, is passed over until that changes; the other queues go on.
 class IssueThread {
  public:
   IssueThread(std::shared_ptr<DeviceIssuer> issuer, std::shared_ptr<DeviceShared> device)
@@ -204,13 +203,13 @@ class IssueThread {
       if (issued) *worked = true;
     }
     // Records go to the completion thread in batches (kOutboxBatch), at the latest after
-    // kOutboxMaxAgeNs (also while other queues keep this thread busy), at once while a host
-    // thread sleeps until that thread observes a completion (it may need one of them), and all
-    // of them when this thread runs out of work (run). The outbox is filled by this thread only (a
-    // submitting thread that issues directly may flush it, under issueMutex: outboxFilled).
-    // The age is looked at in every pass that issued nothing for the queue, and in every
-    // kAgeCheckPasses-th one that did: a clock read per pass was 4% of this thread's time in the
-    // live ping-pong on the H100 (issue 3, item 9).
+    // kOutboxMaxAgeNs (also while other queues keep this thread busy), at once while a host thread
+    // sleeps until that thread observes a completion (it may need one of them), and all of them
+    // when this thread runs out of work (run). The outbox is filled by this thread only (a
+    // submitting thread that issues directly may flush it, under issueMutex: outboxFilled). The age
+    // is looked at in every pass that issued nothing for the queue, and in every kAgeCheckPasses-th
+    // one that did: a clock read per pass was a measurable share of this thread's time in the live
+    // ping-pong on the H100 (docs/performance.md, 'Measurements behind design choices').
     if (q.outboxFilled.load(std::memory_order_relaxed) &&
         (q.waker->sleepers.load(std::memory_order_relaxed) != 0 ||
          ((!issued || ++q.issuedPasses % kAgeCheckPasses == 0) &&

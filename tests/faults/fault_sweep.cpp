@@ -1,6 +1,6 @@
-// The fault sweep (issue 15, item 2): every driver call a representative workload makes is made to
-// fail, one at a time, and baton must stay defined. Written once for CUDA and HIP (the backends
-// share impl/stream, and inject at the same wrapper: DESIGN §8), parameterised by backend like
+// The fault sweep (docs/testing.md, 'Reliability'): every driver call a representative workload
+// makes is made to fail, one at a time, and baton must stay defined. Written once for CUDA and HIP
+// (the backends share impl/stream, and inject at the same wrapper), parameterised by backend like
 // tests/stream; the hooks of each backend linked in (fault_hooks_*.cpp) select the instances.
 //
 // How: the workload runs once with call counting on, which lists every (entry point, number of
@@ -328,12 +328,12 @@ class WorkloadRun {
     dev.graphReady = recordGraph(dev, 0);
   }
 
-  // The graph command buffer (issue 34): built into driver graphs at end() (graph, node,
-  // instantiate and capture calls), launched by its submissions; recorded again each frame (an
-  // update in place when its graph is idle, else a new instantiation). A fill and an update, a
-  // captured native callback, a host call that may fail with work after it (a second graph, after
-  // a host round trip), and a copy to pinned memory, in their own region of the buffers' second
-  // half. False when it was not recorded (a fault, or no graphs).
+  // The graph command buffer: built into driver graphs at end() (graph, node, instantiate and
+  // capture calls), launched by its submissions; recorded again each frame (an update in place when
+  // its graph is idle, else a new instantiation). A fill and an update, a captured native callback,
+  // a host call that may fail with work after it (a second graph, after a host round trip), and a
+  // copy to pinned memory, in their own region of the buffers' second half. False when it was not
+  // recorded (a fault, or no graphs).
   bool recordGraph(Dev& dev, uint32_t pattern) {
     using namespace baton;
     if (!dev.graphs) return false;

@@ -1,5 +1,5 @@
 /// \file
-/// baton/semaphore.hpp — timeline semaphores with failure (DESIGN §1).
+/// baton/semaphore.hpp — timeline semaphores with failure (docs/guide.md, 'The model').
 ///
 /// A semaphore holds a 64-bit value that only rises. A wait for W is satisfied by any value >= W
 /// and stays satisfied. Queue submissions may wait for values whose signal has not been

@@ -1,12 +1,13 @@
 /// \file
 /// baton/vulkan.hpp — Vulkan interop: share timeline semaphores and memory with a Vulkan device
-/// (DESIGN §5). The only baton header that includes <vulkan/vulkan.h>; it uses Vulkan types only
-/// (no prototypes), so it works with VK_NO_PROTOTYPES and loaders such as volk.
+/// (docs/guide.md, 'Vulkan interop'). The only baton header that includes <vulkan/vulkan.h>; it
+/// uses Vulkan types only (no prototypes), so it works with VK_NO_PROTOTYPES and loaders such as
+/// volk.
 ///
 /// A Vulkan timeline semaphore imported into baton is an ordinary baton Semaphore: any queue of
 /// any device of the instance, and the host, wait on it and signal it, with the semantics of
-/// DESIGN §1, while Vulkan queues and the Vulkan host API wait on and signal the VkSemaphore.
-/// Both sides see one timeline. Two modes carry it, chosen per import:
+/// baton/semaphore.hpp, while Vulkan queues and the Vulkan host API wait on and signal the
+/// VkSemaphore. Both sides see one timeline. Two modes carry it, chosen per import:
 ///
 ///   - **Native**: the baton device imports the semaphore's OPAQUE_FD (CUDA:
 ///     cuImportExternalSemaphore with the timeline fd type). That device's queues signal
@@ -118,7 +119,7 @@ enum class VulkanFailurePolicy : uint32_t {
   /// semaphore pending, this breaks Vulkan's ordering rules (VUID-VkSemaphoreSignalInfo-value-
   /// 03259): use it for teardown paths, and read the failure from baton. Native mode: GPU-side
   /// waits of baton queues are released too, and the submissions they belong to fail their
-  /// signals (DESIGN §1) instead of completing them.
+  /// signals (as any submission whose wait failed does) instead of completing them.
   Release = 1,
 };
 
