@@ -1,5 +1,6 @@
 // The guide's "Vulkan interop" (docs/guide.md): a timeline shared by Vulkan and baton, each side
-// waiting for the other's values. Uses the first Vulkan 1.2 device with timeline semaphores
+// waiting for the other's values, and a renderer's own timeline semaphore and memory imported
+// into baton. Uses the first Vulkan 1.2 device with timeline semaphores
 // (BATON_VULKAN_DEVICE=<name substring> picks one): lavapipe in CI, bridged; on a GPU whose CUDA
 // device is the Vulkan device, the import can also be native. Exits 77 (a skip) without a Vulkan
 // device. Built and run by meson test (suite guide); the regions between the [name] lines are
@@ -28,6 +29,8 @@ struct Vulkan {
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
+  bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd enabled
+  bool externalMemoryFd = false;     // VK_KHR_external_memory_fd enabled
   const char* skip = nullptr;
 
   bool create() {
@@ -80,10 +83,14 @@ struct Vulkan {
     std::vector<VkExtensionProperties> exts(extCount);
     vkEnumerateDeviceExtensionProperties(physical, nullptr, &extCount, exts.data());
     for (const VkExtensionProperties& e : exts) {
-      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME))
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME)) {
         extensions.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
-      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME))
+        externalSemaphoreFd = true;
+      }
+      if (!std::strcmp(e.extensionName, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME)) {
         extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+        externalMemoryFd = true;
+      }
     }
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queueInfo{};
@@ -112,6 +119,124 @@ struct Vulkan {
     if (device != VK_NULL_HANDLE) vkDestroyDevice(device, nullptr);
     baton::test::processValidation().detach();
     if (instance != VK_NULL_HANDLE) vkDestroyInstance(instance, nullptr);
+  }
+};
+
+// What a renderer already has, made with its own Vulkan calls (Renderer::create below): a timeline
+// semaphore and the memory of a buffer, and what it created them with.
+struct RendererObjects {
+  VkSemaphore frameDone = VK_NULL_HANDLE;  // VkSemaphoreTypeCreateInfo: VK_SEMAPHORE_TYPE_TIMELINE
+  VkExternalSemaphoreHandleTypeFlags frameDoneExportTypes = 0;  // VkExportSemaphoreCreateInfo
+  VkDeviceMemory particles = VK_NULL_HANDLE;
+  VkDeviceSize particlesSize = 0;    // VkMemoryAllocateInfo::allocationSize
+  uint32_t particlesMemoryType = 0;  // VkMemoryAllocateInfo::memoryTypeIndex
+  bool particlesDedicated = false;   // VkMemoryDedicatedAllocateInfo chained to the allocation
+};
+
+// [import]
+// The renderer's own timeline semaphore and memory, imported into baton. Vulkan cannot be asked a
+// semaphore's type or an allocation's memory type, so the infos state what they were created with.
+baton::Result importRenderer(baton::Instance instance, baton::Device device,
+                             const baton::VulkanDevice& vulkan, const RendererObjects& renderer,
+                             baton::UniqueSemaphore& frameDone, baton::UniqueBuffer& particles) {
+  baton::VulkanSemaphoreImportInfo semaphore;
+  semaphore.vulkan = vulkan;
+  semaphore.semaphore = renderer.frameDone;              // borrowed: keep it until baton's is gone
+  semaphore.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;  // required: a binary one is refused
+  semaphore.exportHandleTypes = renderer.frameDoneExportTypes;  // 0: not exportable, bridged only
+  semaphore.device = device;  // the device that would import it natively (Native requested)
+  semaphore.debugName = "frame done";
+  baton::Result r = baton::importVulkanSemaphore(instance, semaphore, frameDone.put());
+
+  baton::VulkanMemoryImportInfo memory;
+  memory.vulkan = vulkan;
+  memory.memory = renderer.particles;                     // borrowed: keep it until baton's is gone
+  memory.allocationSize = renderer.particlesSize;         // required: as allocated
+  memory.offset = 0;                                      // the range baton's buffer covers:
+  memory.size = renderer.particlesSize;                   // here the whole allocation
+  memory.memoryTypeIndex = renderer.particlesMemoryType;  // required: as allocated
+  memory.dedicated = renderer.particlesDedicated;         // native: CUDA and HIP must be told
+  if (ok(r)) r = baton::importVulkanMemory(device, memory, particles.put());
+  // Auto: the semaphore bridged; the memory imported natively where the device can (exportable
+  // memory of its GPU), else shared by mapping (HOST_VISIBLE | HOST_COHERENT memory, host backend).
+  return r;
+}
+// [import]
+
+// Makes a renderer's objects as an engine would: for a GPU device, memory exportable as OPAQUE_FD
+// (a dedicated allocation of a buffer), which it imports natively; for the host backend,
+// HOST_VISIBLE | HOST_COHERENT memory, which baton maps.
+struct Renderer {
+  const Vulkan& vk;
+  RendererObjects objects;
+  VkBuffer buffer = VK_NULL_HANDLE;
+
+  uint32_t memoryType(uint32_t bits, VkMemoryPropertyFlags flags) const {
+    VkPhysicalDeviceMemoryProperties props;
+    vkGetPhysicalDeviceMemoryProperties(vk.physical, &props);
+    for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) && (props.memoryTypes[i].propertyFlags & flags) == flags) return i;
+    return UINT32_MAX;
+  }
+
+  bool create(bool gpu, VkDeviceSize size) {
+    VkExportSemaphoreCreateInfo exportSemaphore{};
+    exportSemaphore.sType = VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO;
+    exportSemaphore.handleTypes = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkSemaphoreTypeCreateInfo type{};
+    type.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
+    type.pNext = vk.externalSemaphoreFd ? &exportSemaphore : nullptr;
+    type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+    VkSemaphoreCreateInfo semaphoreInfo{};
+    semaphoreInfo.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
+    semaphoreInfo.pNext = &type;
+    if (vkCreateSemaphore(vk.device, &semaphoreInfo, nullptr, &objects.frameDone) != VK_SUCCESS)
+      return false;
+    if (vk.externalSemaphoreFd) objects.frameDoneExportTypes = exportSemaphore.handleTypes;
+
+    gpu = gpu && vk.externalMemoryFd;
+    VkExternalMemoryBufferCreateInfo external{};
+    external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+    external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkBufferCreateInfo bufferInfo{};
+    bufferInfo.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+    bufferInfo.pNext = gpu ? &external : nullptr;
+    bufferInfo.size = size;
+    bufferInfo.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    if (vkCreateBuffer(vk.device, &bufferInfo, nullptr, &buffer) != VK_SUCCESS) return false;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(vk.device, buffer, &req);
+    VkMemoryDedicatedAllocateInfo dedicated{};
+    dedicated.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO;
+    dedicated.buffer = buffer;
+    VkExportMemoryAllocateInfo exportMemory{};
+    exportMemory.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO;
+    exportMemory.pNext = &dedicated;
+    exportMemory.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    VkMemoryAllocateInfo alloc{};
+    alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+    alloc.pNext = gpu ? &exportMemory : nullptr;
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex =
+        memoryType(req.memoryTypeBits, gpu ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                                           : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                 VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (alloc.memoryTypeIndex == UINT32_MAX ||
+        vkAllocateMemory(vk.device, &alloc, nullptr, &objects.particles) != VK_SUCCESS)
+      return false;
+    objects.particlesSize = req.size;
+    objects.particlesMemoryType = alloc.memoryTypeIndex;
+    objects.particlesDedicated = gpu;
+    return vkBindBufferMemory(vk.device, buffer, objects.particles, 0) == VK_SUCCESS;
+  }
+
+  ~Renderer() {
+    if (buffer != VK_NULL_HANDLE) vkDestroyBuffer(vk.device, buffer, nullptr);
+    if (objects.particles != VK_NULL_HANDLE) vkFreeMemory(vk.device, objects.particles, nullptr);
+    if (objects.frameDone != VK_NULL_HANDLE) {
+      vkDestroySemaphore(vk.device, objects.frameDone, nullptr);
+      baton::test::TimelineObserver::get().forget(objects.frameDone);
+    }
   }
 };
 
@@ -187,6 +312,46 @@ int run() {
   // [shared-timeline]
   expect(ok(r), "a shared timeline, both ways");
   std::printf("the timeline was %s\n", baton::interopModeName(timeline.mode));
+
+  // A renderer's own semaphore and memory: baton fills the memory and signals the semaphore, and
+  // Vulkan sees both.
+  baton::PhysicalDeviceProperties properties;
+  expect(ok(physical.getProperties(&properties)), "getProperties");
+  Renderer renderer{vk, {}};
+  expect(renderer.create(properties.backend != baton::BackendKind::Host, 4096),
+         "the renderer's timeline semaphore and memory");
+  baton::UniqueSemaphore frameDone;
+  baton::UniqueBuffer particles;
+  r = importRenderer(*instance, *device, vulkan, renderer.objects, frameDone, particles);
+  baton::UniqueCommandBuffer fill;
+  if (ok(r)) r = device->createCommandBuffer(fill.put());
+  if (ok(r)) r = fill->begin();
+  if (ok(r)) r = fill->fillBuffer(*particles, 0, 4096, 0x3f800000u);  // 1.0f
+  if (ok(r)) r = fill->end();
+  baton::SemaphoreValue filled{*frameDone, 1};
+  baton::CommandBuffer fillCommands = *fill;
+  if (ok(r)) r = queue.submit(baton::SubmitInfo{{}, fillCommands, filled});
+  uint64_t one = 1;
+  wait.pSemaphores = &renderer.objects.frameDone;
+  wait.pValues = &one;
+  if (ok(r) && vkWaitSemaphores(vk.device, &wait, 5'000'000'000) != VK_SUCCESS)
+    r = baton::Result::ErrorDriver;
+  if (ok(r)) r = queue.waitIdle();
+  baton::VulkanInteropInfo memoryInterop;
+  if (ok(r)) r = baton::getVulkanMemoryInterop(*particles, &memoryInterop);
+  if (ok(r) && memoryInterop.mode == baton::InteropMode::Bridged) {  // shared by mapping
+    void* mapped = nullptr;
+    r = particles->map(&mapped);
+    expect(ok(r) && static_cast<const uint32_t*>(mapped)[1023] == 0x3f800000u,
+           "Vulkan's memory holds what baton wrote");
+  }
+  expect(ok(r), "import a renderer's semaphore and memory, fill, signal");
+  std::printf("the renderer's memory was imported %s\n",
+              baton::interopModeName(memoryInterop.mode));
+  // baton lets go of them first; then the renderer may destroy its objects.
+  fill.reset();
+  if (particles) expect(ok(particles.release().destroy()), "Buffer::destroy");
+  if (frameDone) expect(ok(frameDone.release().destroy()), "Semaphore::destroy");
 
   return guide::finish("vulkan_interop");
 }

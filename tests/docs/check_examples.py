@@ -10,12 +10,14 @@ In a page, a fenced code block in C or C++ (```cpp, ```c++, ```c) must follow a 
 naming a source file (relative to the project root) and, after '#', a region of it. The block
 must be exactly that region: the lines between `// [fail]` and the next `// [fail]` (or
 `/* [fail] */` in C), with their common indentation removed. Without '#region' the block is the
-file from its first #include on. The files themselves are compiled and run by meson test
+file from its first #include on. The marker is an HTML comment, which readers do not see, so the
+paragraph right above it must name the file too (`samples/guide/failure.cpp`, as written in the
+marker), e.g. a line "From `samples/guide/failure.cpp`:". The files themselves are compiled and run by meson test
 (samples/meson.build, samples/guide/meson.build), so an example in the docs cannot stop
 compiling unnoticed. Blocks in other languages (sh, cmake, meson) are not checked.
 
 Prints one line per example and exits 1 when any block differs, a marker names a missing file or
-region, or a C/C++ block has no marker. With --update it rewrites each differing block from its
+region, a marker's file is not named in the paragraph above it, or a C/C++ block has no marker. With --update it rewrites each differing block from its
 file instead (after editing an example: run it, then review the diff).
 """
 import os
@@ -46,6 +48,19 @@ def region_lines(text, region, path):
     return [l[cut:] if l.strip() else "" for l in body]
 
 
+def names_file(lines, marker, path):
+    """Whether the paragraph above line `marker` (blank lines between them skipped) names `path`
+    in a code span."""
+    i = marker - 1
+    while i >= 0 and not lines[i].strip():
+        i -= 1
+    paragraph = []
+    while i >= 0 and lines[i].strip():
+        paragraph.append(lines[i])
+        i -= 1
+    return f"`{path}`" in " ".join(reversed(paragraph))
+
+
 def check_page(root, page, update=False):
     """Returns (examples checked, list of problems) for one Markdown page; with `update`, rewrites
     the page's differing blocks from their files."""
@@ -54,12 +69,12 @@ def check_page(root, page, update=False):
     with open(page, encoding="utf-8") as f:
         lines = f.read().splitlines()
     i = 0
-    marker = None
+    marker, marker_line = None, 0
     while i < len(lines):
         line = lines[i]
         m = MARKER.match(line)
         if m:
-            marker = m
+            marker, marker_line = m, i
             i += 1
             continue
         fence = FENCE.match(line)
@@ -80,6 +95,9 @@ def check_page(root, page, update=False):
                                 "marker line right before it")
             else:
                 path, region = marker.group("path"), marker.group("region")
+                if not names_file(lines, marker_line, path):
+                    problems.append(f"{page}:{marker_line + 1}: the paragraph above the marker "
+                                    f"does not name `{path}` (readers do not see the marker)")
                 full = os.path.join(root, path)
                 try:
                     with open(full, encoding="utf-8") as f:
