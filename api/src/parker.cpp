@@ -45,14 +45,25 @@ void futexWake(std::atomic<uint32_t>* word, int count) noexcept {
 bool Parker::park(Deadline deadline) noexcept { return park(deadline, 0); }
 
 bool Parker::park(Deadline deadline, uint64_t spinNs) noexcept {
-  const uint64_t start = spinNs ? nowNs() : 0;
+  return park(deadline, spinNs, nullptr);
+}
+
+bool Parker::park(Deadline deadline, uint64_t spinNs, SpinOutcome* outcome) noexcept {
+  const uint64_t start = spinNs || outcome ? nowNs() : 0;
   for (int i = 0;; ++i) {
     uint32_t expected = kNotified;
-    if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) return true;
-    if (deadline.expired()) break;
+    if (state_.compare_exchange_strong(expected, kEmpty, std::memory_order_acquire)) {
+      if (outcome) {
+        outcome->caught = true;
+        outcome->caughtAfterNs = nowNs() - start;
+      }
+      return true;
+    }
+    if (deadline.expired()) return parkWithoutSpin(deadline);
     if (i >= kSpinPolls && (spinNs == 0 || nowNs() - start >= spinNs)) break;
     sched_yield();
   }
+  if (outcome) outcome->slept = true;
   return parkWithoutSpin(deadline);
 }
 

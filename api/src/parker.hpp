@@ -24,6 +24,15 @@ class Parker {
   // a host wait whose wake-up comes from another host thread within microseconds (a value that
   // only a completion thread publishes), where the futex sleep and wake-up would cost more.
   bool park(Deadline deadline, uint64_t spinNs) noexcept;
+  // How a park with a spin went, for a caller that adapts its spin (SpinBudget): `caught` when the
+  // unpark came during the spin, `caughtAfterNs` after the park began; `slept` when the spin ran
+  // out and the thread slept (woken or not). Neither: the deadline passed during the spin.
+  struct SpinOutcome {
+    bool caught = false;
+    bool slept = false;
+    uint64_t caughtAfterNs = 0;
+  };
+  bool park(Deadline deadline, uint64_t spinNs, SpinOutcome* outcome) noexcept;
   // As park, without the polls before the sleep: for a thread that parks for milliseconds while
   // nothing is expected sooner (a completion thread's lazy park), whose polls only cost the CPU
   // (on the H100, sched_yield was 17% of a lazily parking completion thread's samples).

@@ -1,6 +1,8 @@
 #include "semaphore.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "baton/device.hpp"  // kHostWaitSpinDefaultNs
@@ -11,8 +13,28 @@
 
 namespace baton::core {
 
+namespace {
+
+// Host waits for host-published values (Semaphore::hostPublishedSpinNs): at most the default host
+// wait spin; at least about what the wake-up of a sleeping waiter costs its publisher (a futex
+// syscall, 2-5 µs), so that a spin that catches nothing costs little more than sleeping at once.
+// A full probe every 16 timed-out spins: a waiter whose values come late (a frame's end, three
+// frames in flight) then spends the floor plus a sixteenth of the full spin per wait.
+constexpr SpinLimits kHostPublishedSpinLimits{kHostWaitSpinDefaultNs, 5'000, 4, 16};
+
+bool fixedHostPublishedSpinFromEnv() {
+  const char* v = std::getenv("BATON_HOST_PUBLISHED_SPIN");
+  return v && std::strcmp(v, "fixed") == 0;
+}
+const bool gFixedHostPublishedSpin = fixedHostPublishedSpinFromEnv();
+
+}  // namespace
+
 Semaphore::Semaphore(Ref<Instance> instance, uint64_t initialValue, std::string name)
-    : value_(initialValue), instance_(std::move(instance)), name_(std::move(name)) {
+    : value_(initialValue),
+      instance_(std::move(instance)),
+      name_(std::move(name)),
+      hostPublishedSpin_(kHostPublishedSpinLimits) {
   std::lock_guard<std::mutex> lock(instance_->semaphoresMutex);
   instance_->semaphores.insert(this);
 }
@@ -251,6 +273,22 @@ void Semaphore::unlink(WaitNode& node) {
   node.linkedTo.store(nullptr, std::memory_order_release);
 }
 
+uint64_t Semaphore::hostPublishedSpinNs() const noexcept {
+  const uint64_t asked = hostPublishSpinNs_.load(std::memory_order_relaxed);
+  if (asked > kHostWaitSpinDefaultNs) return asked;
+  return gFixedHostPublishedSpin ? kHostWaitSpinDefaultNs : hostPublishedSpin_.ns();
+}
+
+void Semaphore::noteHostPublishedSpin(const Parker::SpinOutcome& outcome) noexcept {
+  if (gFixedHostPublishedSpin ||
+      hostPublishSpinNs_.load(std::memory_order_relaxed) > kHostWaitSpinDefaultNs)
+    return;
+  if (outcome.caught)
+    hostPublishedSpin_.caught(outcome.caughtAfterNs);
+  else if (outcome.slept)
+    hostPublishedSpin_.timedOut();
+}
+
 bool Semaphore::hasWaiters() {
   std::lock_guard<Mutex> lock(mutex_);
   return waiters_ != nullptr;
@@ -363,13 +401,14 @@ Status waitUntraced(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline
       }
       // Nothing to spin on: a value another host thread publishes (the host backend, host calls,
       // collectives: see impl/stream/collectives.hpp), often microseconds away. Polled as long as
-      // a stream backend's host wait spins on its event by default, or as the publishing
-      // device's host waits are told to (noteHostPublisherSpin), then a sleep.
+      // the semaphores' publications lately took (Semaphore::hostPublishedSpinNs), then a sleep.
       if (covered.empty()) {
-        uint64_t spinNs = kHostWaitSpinDefaultNs;
+        uint64_t spinNs = 0;
         for (size_t i : pending)
-          spinNs = std::max(spinNs, entries[i].semaphore->hostPublisherSpin());
-        waiter.parker.park(until, spinNs);
+          spinNs = std::max(spinNs, entries[i].semaphore->hostPublishedSpinNs());
+        Parker::SpinOutcome outcome;
+        waiter.parker.park(until, spinNs, &outcome);
+        for (size_t i : pending) entries[i].semaphore->noteHostPublishedSpin(outcome);
       } else {
         waiter.parker.park(until);
       }

@@ -17,6 +17,8 @@
 #include "head_vector.hpp"
 #include "mutex.hpp"
 #include "object.hpp"
+#include "parker.hpp"
+#include "spin_budget.hpp"
 #include "status.hpp"
 #include "timepoint.hpp"
 
@@ -130,16 +132,22 @@ class alignas(64) Semaphore : public Object {
 
   // A queue's submission will reach (or fail) values of this semaphore from the host (host
   // calls, collectives: no event to spin on), and the host waits of its device spin `spinNs`
-  // (Device::setHostWaitSpin): a host wait for a value that nothing recorded covers then polls
-  // that long before it sleeps, at least kHostWaitSpinDefaultNs. The latest such submission's
-  // device decides. Any thread; relaxed.
+  // (Device::setHostWaitSpin). The latest such submission's device decides. Any thread; relaxed.
   void noteHostPublisherSpin(uint64_t spinNs) noexcept {
     if (hostPublishSpinNs_.load(std::memory_order_relaxed) != spinNs)
       hostPublishSpinNs_.store(spinNs, std::memory_order_relaxed);
   }
-  uint64_t hostPublisherSpin() const noexcept {
-    return hostPublishSpinNs_.load(std::memory_order_relaxed);
-  }
+  // How long a host wait for a value that nothing recorded covers (another host thread publishes
+  // it) polls before it sleeps: what the publishing device's host waits were told to spin
+  // (noteHostPublisherSpin) when that is longer than kHostWaitSpinDefaultNs; otherwise at most
+  // kHostWaitSpinDefaultNs, as long as this semaphore's publications lately took (a SpinBudget:
+  // a value published within microseconds, as collectives' often are, keeps the whole spin; one
+  // that comes long after the wait began, as a frame's end does, soon costs the waiter only the
+  // budget's floor). BATON_HOST_PUBLISHED_SPIN=fixed always spins the whole default (the design
+  // before the budget, for comparison). Any thread.
+  uint64_t hostPublishedSpinNs() const noexcept;
+  // What that poll found (Parker::park's outcome), to adapt the budget. Any thread.
+  void noteHostPublishedSpin(const Parker::SpinOutcome& outcome) noexcept;
 
   WaitState poll(uint64_t value);
   // Links node unless the wait is already decided (reached, failed, or covered by a timepoint
@@ -189,6 +197,9 @@ class alignas(64) Semaphore : public Object {
   uint64_t handle_ = 0;
   std::string name_;
   Ref<SemaphoreMirror> mirror_;  // immutable once the handle is published
+  // hostPublishedSpinNs: written by host waiters on host-published values only, so on a line of
+  // its own rather than among the fields every signal writes.
+  alignas(64) SpinBudget hostPublishedSpin_;
 };
 
 // Host wait on several semaphores (Instance/Device::waitSemaphores, Semaphore::wait).

@@ -26,6 +26,7 @@
 #include "issuer.hpp"
 #include "notifier.hpp"
 #include "queue_shared.hpp"
+#include "spin_budget.hpp"
 #include "stream_tuning.hpp"
 #include "trace.hpp"
 
@@ -33,56 +34,17 @@ namespace baton::stream {
 namespace {
 
 // How long the issuing thread polls for work after it runs out, before it sleeps until a
-// submission wakes it: kIssueSpinNs at most, kIssueSpinMinNs at least (stream_tuning.hpp says
-// why both, and what was measured). Per gap (from the moment the thread ran out of work to the
-// next work):
-//  - a gap that the spin caught raises the budget to twice that gap (at most kIssueSpinNs), so
-//    that gaps that vary around a typical length keep being caught without a wake-up;
-//  - once kIssueSpinMisses spins in a row ended without work (no gap of kIssueSpinMinNs or more
-//    caught between them), each further one halves the budget: the submitter is bursty, with
-//    gaps longer than the spin, which then only burns a core. Fewer misses change nothing: the
-//    gaps of submit_micro's ping-pong (host waits between batches) and of frame_bench's frame
-//    straddle kIssueSpinNs (on the H100, up to a third of them longer), and a rule that shrank
-//    after two misses made the short gaps after them sleep too: in frame_bench the issuing
-//    thread then slept 1.7-2.4x as often, for no CPU saved per frame;
-//  - a gap that ended in a wake-up says nothing: what the thread sees then includes its own
-//    wake-up, which on the H100 test machine took 25-150 µs (the ping-pong's 25-50 µs gaps were
-//    seen as 50-200 µs after a sleep), so a short gap looks long and the budget would never grow
-//    back. Instead, below the full budget every kIssueSpinProbeEvery-th spin that ends without
-//    work is followed by one full spin (a probe); when it catches a gap, the budget grows back
-//    from it.
-// A thread fed continuously, or with gaps mostly under kIssueSpinNs, keeps the full spin; one
-// fed in bursts far apart spins about the floor (or twice its gaps within a burst) once per
-// burst, plus a full spin every kIssueSpinProbeEvery bursts.
-class SpinBudget {
- public:
-  // The length of the next spin.
-  uint64_t ns() const { return probe_ ? kIssueSpinNs : ns_; }
-  // The spin caught work `gapNs` after the thread ran out of it.
-  void caught(uint64_t gapNs) {
-    ns_ = std::max(ns_, std::min(kIssueSpinNs, 2 * gapNs));
-    if (gapNs >= kIssueSpinMinNs) misses_ = 0;
-    probe_ = false;
-  }
-  // A spin of ns() ended without work: the thread sleeps (or polls a signal of another device).
-  void timedOut() {
-    probe_ = false;
-    if (misses_ < kIssueSpinMisses)
-      ++misses_;
-    else
-      ns_ = std::max(kIssueSpinMinNs, ns_ / 2);
-    if (ns_ < kIssueSpinNs && ++sinceProbe_ >= kIssueSpinProbeEvery) {
-      sinceProbe_ = 0;
-      probe_ = true;
-    }
-  }
-
- private:
-  uint64_t ns_ = kIssueSpinNs;
-  uint32_t misses_ = 0;      // spins in a row that ended without work, up to kIssueSpinMisses
-  uint32_t sinceProbe_ = 0;  // spins that ended without work since the last probe
-  bool probe_ = false;       // the next spin is a full one
-};
+// submission wakes it: a core::SpinBudget (spin_budget.hpp says how it adapts) between
+// kIssueSpinNs and kIssueSpinMinNs (stream_tuning.hpp says why both, and what was measured). Its
+// gaps run from the moment the thread ran out of work to the next work. Fewer than
+// kIssueSpinMisses misses before it shrinks change nothing: the gaps of submit_micro's ping-pong
+// (host waits between batches) and of frame_bench's frame straddle kIssueSpinNs (on the H100, up
+// to a third of them longer), and a rule that shrank after two misses made the short gaps after
+// them sleep too: in frame_bench the issuing thread then slept about twice as often, for no CPU
+// saved per frame. A sleeping issuing thread's wake-up is why a gap that ended in one says
+// nothing (docs/performance.md has the wake-up latencies).
+constexpr core::SpinLimits kIssueSpinLimits{kIssueSpinNs, kIssueSpinMinNs, kIssueSpinMisses,
+                                            kIssueSpinProbeEvery};
 
 // Takes released submissions from the rings of a device's queues, each queue in order, and enqueues
 // them (Issuer); also resumes suspended submissions once the completion thread saw their host calls
@@ -249,7 +211,7 @@ class IssueThread {
   std::shared_ptr<DeviceIssuer> issuer_;
   std::shared_ptr<DeviceShared> device_;
   uint64_t passNow_ = 0;
-  SpinBudget spin_;
+  core::SpinBudget spin_{kIssueSpinLimits};
 };
 
 }  // namespace
