@@ -13,6 +13,7 @@
 // calls) and as an engine that also runs CUDA code does; baton then has no context to switch.
 //
 // Scenarios (what the wait finds when submitted):
+//   none      no wait and no signal: the first submission of a frame, fire-and-forget work
 //   reached   a value already reached (the gate was signalled on the host up front)
 //   covered   queue 0 records a signal of s, queue 1 then submits a wait for it: on a GPU backend
 //             a recorded, maybe unreached signal (GPU-side wait); two submits per step
@@ -47,7 +48,7 @@
 //   SAMPLE=/tmp/p.txt build/bench/submit_micro cuda pingpong 3000000
 //   bench/symbolize.py /tmp/p.txt 40
 //
-// Usage: submit_micro <host|cuda> <reached|covered|pingpong|live|levels|raw|bursts>
+// Usage: submit_micro <host|cuda> <none|reached|covered|pingpong|live|levels|raw|bursts>
 //        [submits, default 200000] [bursts: gap in µs, default 300]
 #include <dlfcn.h>
 #include <sys/resource.h>
@@ -165,7 +166,7 @@ double processCpuNs() {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s <host|cuda> <reached|covered|pingpong|live|levels|raw|bursts> "
+                 "usage: %s <host|cuda> <none|reached|covered|pingpong|live|levels|raw|bursts> "
                  "[submits] [gap us]\n",
                  argv[0]);
     return 2;
@@ -242,7 +243,13 @@ int main(int argc, char** argv) {
     if (!(name ? sampler::startNamed(name) : sampler::start()))
       std::fprintf(stderr, "sampler: no timer\n");
   }
-  if (scenario == "reached") {
+  if (scenario == "none") {
+    baton::SubmitInfo nothing;
+    timed([&] {
+      CHECK(q1.submit(nothing));
+      return 1;
+    });
+  } else if (scenario == "reached") {
     CHECK(s->signal(1));
     signalS.value = waitS.value = 1;
     timed([&] {
