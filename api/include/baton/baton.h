@@ -100,8 +100,8 @@ BATON_DEFINE_HANDLE(baton_communicator)
 /** The same values as baton::Result. */
 typedef enum baton_result {
   BATON_SUCCESS = 0,   /**< the call did what it was asked */
-  BATON_NOT_READY = 1, /**< a poll (timeout 0 or a query) found the condition not yet met */
-  BATON_TIMEOUT = 2,   /**< a wait with a finite timeout expired; not an error */
+  BATON_NOT_READY = 1, /**< not complete yet (an array too small, a buffer not allocated yet) */
+  BATON_TIMEOUT = 2,   /**< a wait ended unmet: its timeout expired, or a poll (timeout 0) */
 
   BATON_ERROR_INVALID_ARGUMENT = -1,     /**< a field or argument is out of its documented range */
   BATON_ERROR_INVALID_HANDLE = -2,       /**< a null, destroyed, stale or wrong-type handle */
@@ -463,8 +463,9 @@ BATON_API baton_result baton_device_wait_semaphores(baton_device device,
 
 /** How long a host wait for a signal of this device (one recorded signal of a submission to its
  * queues covering the value) spins on the signal's driver event before it sleeps until the
- * device's completion thread wakes it: latency (about 1 µs spinning, 67-125 µs asleep on the H100
- * test machine: docs/performance.md) against the waiting thread's CPU.
+ * device's completion thread wakes it: wake-up latency (a sleeping waiter wakes about when a raw
+ * blocking-sync event would; docs/performance.md has the figures) against the waiting thread's
+ * CPU.
  * BATON_HOST_WAIT_SPIN_DEFAULT_NS (50 µs) on a new device, 0 sleeps at once,
  * BATON_HOST_WAIT_SPIN_FOREVER spins for the whole wait (yielding between queries after 5 µs). A
  * wait for a value that a submission to this device publishes from the host (host calls,

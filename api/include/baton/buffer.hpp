@@ -34,7 +34,7 @@ class BATON_API Buffer : public Handle<Buffer> {
   /// Destroys the buffer handle. Command buffers recorded with it keep its memory alive until
   /// their pending submissions finish, so destroying it with work pending is safe. Thread safe.
   /// Returns Success, ErrorInvalidHandle.
-  Result destroy() const noexcept;
+  [[nodiscard]] Result destroy() const noexcept;
 
   /// Writes the size in bytes. Thread safe. Returns Success, ErrorInvalidArgument,
   /// ErrorInvalidHandle.

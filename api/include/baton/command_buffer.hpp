@@ -121,19 +121,23 @@ constexpr uint32_t kCaptureQueueIndex = 0xFFFFFFFFu;
 /// submission. On the host backend it runs on the queue's worker thread and its own work is the
 /// work. An error return fails the submission like a HostCallback. On GPU backends it runs with
 /// the device current (CUDA: its primary context; HIP: hipSetDevice to its ordinal, so runtime
-/// calls target it; the calling thread's own context is restored afterwards), on one of two
+/// calls target it; the calling thread's own context is restored afterwards), on one of three
 /// threads:
-///   - the thread that called Queue::submit, inside that call, when nothing is held before the
-///     submission on its queue, each of its waits is reached or recorded on a GPU queue, the
-///     submit is made outside any baton callback, and every earlier submission of the queue is
-///     known to have completed (by default; BATON_STREAM_DIRECT_ISSUE=1: whether or not, =0:
-///     never);
+///   - the thread that called Queue::submit, inside that call, when nothing is held or still being
+///     issued before the submission on its queue, each of its waits is reached or recorded on a
+///     GPU queue, it has no collectives, the submit is made outside any baton callback, and one
+///     of these holds: every earlier submission of the queue is known to have completed; the
+///     device's issuing thread is asleep and a query of the queue's newest event finds that the
+///     queue ran dry; its command buffers are all graph command buffers (such a submission
+///     runs no callback: its capturable ones ran at end()). BATON_STREAM_DIRECT_ISSUE=1:
+///     whenever nothing holds it back; =0: never;
 ///   - for a submission that was held (wait-before-signal), under the same conditions, the thread
 ///     whose signal released it, inside that call: a Semaphore::signal, a host queue's worker
 ///     thread, or baton's bridge thread for a value Vulkan signalled;
 ///   - otherwise the device's issuing thread (one baton thread per device enqueues the held and
 ///     released submissions of all its queues, in each queue's order), after the submit returned.
-/// Which one it is can change from one submission to the next.
+/// Which one it is can change from one submission to the next (Queue::submit states the same
+/// rules).
 /// Either way it must enqueue work and return, never block waiting for other baton work (the
 /// queue, and on the issuing thread the device's other queues, wait meanwhile).
 /// What it may call of baton: as for HostCallback.
@@ -148,7 +152,7 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
 
   /// Destroys the command buffer; pending submissions keep their recording. Thread safe.
   /// Returns Success, ErrorInvalidHandle.
-  Result destroy() const noexcept;
+  [[nodiscard]] Result destroy() const noexcept;
 
   /// Starts a new recording, discarding the previous one (pending submissions keep theirs).
   /// Returns Success, ErrorInvalidHandle.

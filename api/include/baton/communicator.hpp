@@ -21,12 +21,14 @@
 ///
 /// **Two library communicators per rank.** Each Communicator holds a non-blocking library
 /// communicator (made, split and shrunk with the timeout, never used for a collective) and a
-/// blocking one split from it, to which the collective calls go (a non-blocking group costs
-/// ~60 µs more on 2×H200: NCCL launches it from a thread of its own). When the communicator fails,
-/// the blocking one is aborted at once (with any library version: the queue moves on); shrink and
-/// split work on the non-blocking one. The environment variable BATON_NCCL_BLOCKING_CALLS=0 makes
-/// every call go to the non-blocking communicator instead (as before; then the stuck operations
-/// end by ncclCommRevoke where the library has it, else only at shrink or destroy).
+/// blocking one split from it, to which the collective calls go (NCCL launches a non-blocking
+/// group from a thread of its own, which costs more per group: docs/performance.md has the
+/// figures). When the communicator fails, the blocking one is aborted at once (with any library
+/// version: the queue moves on) and the non-blocking one stays for shrink() (split() is refused
+/// on a failed communicator; a ready one splits the non-blocking one). The environment variable
+/// BATON_NCCL_BLOCKING_CALLS=0 makes every call go to the non-blocking communicator instead (as
+/// before; then the stuck operations end by ncclCommRevoke where the library has it, else only at
+/// shrink or destroy).
 #pragma once
 
 #include <cstddef>
@@ -171,7 +173,7 @@ class BATON_API Communicator : public Handle<Communicator> {
   /// use it fail their signals. Not to be called concurrently with recording or submitting its
   /// collectives. Returns Success, ErrorInvalidHandle, ErrorDriver (the library's error; the
   /// handle is gone either way).
-  Result destroy() const noexcept;
+  [[nodiscard]] Result destroy() const noexcept;
 
   /// Writes this communicator's rank. Thread safe. Returns Success, ErrorInvalidArgument (null),
   /// ErrorInvalidHandle.

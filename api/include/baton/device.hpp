@@ -52,7 +52,7 @@ class BATON_API Device : public Handle<Device> {
   /// Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState (called from a host
   /// call or native callback running on this device's queues: it would wait for that callback's
   /// own work; the device is left as it was).
-  Result destroy() const noexcept;
+  [[nodiscard]] Result destroy() const noexcept;
 
   /// Writes queue `index` (0..queueCount-1); queues are owned by the device. Thread safe.
   /// Returns Success, ErrorInvalidArgument (index out of range, null), ErrorInvalidHandle.
@@ -92,11 +92,11 @@ class BATON_API Device : public Handle<Device> {
   /// for wake-up latency, as CUDA's spin and blocking-sync scheduling trade them. It applies to
   /// a host wait (Semaphore::wait, Instance::waitSemaphores, Device::waitSemaphores) for a value
   /// that one recorded signal of a submission to this device's queues covers: the waiting
-  /// thread queries the signal's driver event, which sees the GPU finish within about a
-  /// microsecond, and keeps its core busy meanwhile. When the spin ends first, the thread sleeps
-  /// until the queue's completion thread, itself asleep in the driver until the GPU's interrupt,
-  /// wakes it, about when a raw blocking-sync event would (67-125 µs after the GPU finished on the
-  /// H100 test machine; docs/performance.md).
+  /// thread queries the signal's driver event, which sees the GPU finish as soon as the driver
+  /// does, and keeps its core busy meanwhile. When the spin ends first, the thread sleeps until
+  /// the queue's completion thread, itself asleep in the driver until the GPU's interrupt, wakes
+  /// it, about when a raw blocking-sync event would: later by tens of microseconds than a
+  /// spinning wait (docs/performance.md, "Host waits", has the figures).
   /// `spinNs`: kHostWaitSpinDefaultNs (50 µs) on a new device; 0 sleeps at once;
   /// kHostWaitSpinForever spins for the whole wait (past the first 5 µs, yielding the core
   /// between queries to other runnable threads). A wait for a value that a submission to this

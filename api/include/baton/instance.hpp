@@ -77,7 +77,7 @@ class BATON_API Instance : public Handle<Instance> {
   /// or its children. Returns Success, ErrorObjectInUse, ErrorInvalidHandle, ErrorInvalidState
   /// (called from a host call or native callback running on one of its devices: the instance is
   /// left as it was).
-  Result destroy() const noexcept;
+  [[nodiscard]] Result destroy() const noexcept;
 
   /// Vulkan-style two-call enumeration: with infos null, writes the count; otherwise fills up to
   /// *count entries and writes how many were written; NotReady (not an error) when the array was

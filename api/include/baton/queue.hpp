@@ -38,14 +38,20 @@ class BATON_API Queue : public Handle<Queue> {
 
   /// Submits batches in order. Never blocks on their waits: a batch whose waits are not yet met
   /// is held (with everything behind it on this queue) and released as soon as they can be met.
-  /// On a GPU backend a released batch's signals become waitable by other queues at once. A
-  /// single batch that nothing holds back (nothing held or still being issued before it on this
-  /// queue, every wait reached or recorded on a GPU queue) submitted when every earlier batch of
-  /// this queue is known to have completed (a wait or query saw it, or baton did) is enqueued on
-  /// the queue's stream by the calling thread, inside this call (its native callbacks run here
-  /// too, see NativeCallback): a submit after a wait pays no hand-off. Otherwise the device's
-  /// issuing thread (a baton thread) makes the driver calls, after the call returned,
-  /// overlapping them with the caller's next submits.
+  /// On a GPU backend a released batch's signals become waitable by other queues at once.
+  /// Who makes a batch's driver calls on a GPU backend (the same rules as for NativeCallback): a
+  /// batch that nothing holds back (nothing held or still being issued before it on this queue,
+  /// every wait reached or recorded on a GPU queue, no collectives) is enqueued on the queue's
+  /// stream by the calling thread, inside this call (its native callbacks run here too), when
+  ///   - every earlier batch of this queue is known to have completed (a wait or query saw it, or
+  ///     baton did): a submit after a wait pays no hand-off; or
+  ///   - the device's issuing thread is asleep and a query of the queue's newest event finds that
+  ///     the queue ran dry: one query instead of waking that thread; or
+  ///   - its command buffers are all graph command buffers: a few driver calls, made here even
+  ///     while earlier batches run.
+  /// A held batch is issued, under the same conditions, by the thread whose signal released it.
+  /// Otherwise the device's issuing thread (a baton thread) makes the driver calls, after the
+  /// call returned, overlapping them with the caller's next submits.
   /// BATON_STREAM_DIRECT_ISSUE=1 in the environment makes the calling thread enqueue every batch
   /// that nothing holds back, =0 none. The issuing thread keeps at most about 1024
   /// operations the GPU has not finished on a stream; when 1024 released batches of this queue

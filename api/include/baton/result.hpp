@@ -1,10 +1,13 @@
 /// \file
 /// baton/result.hpp — result codes and error reporting.
 ///
-/// Every fallible baton call returns a Result. Success codes (>= 0) are not errors: Success,
-/// NotReady (a poll found the condition unmet) and Timeout (a wait ran out of time). Error codes
-/// (< 0) always come with a message that names the operation, the object and, where there is one,
-/// the native error (CUresult name, VkResult). The message reaches the caller twice:
+/// Every fallible baton call returns a [[nodiscard]] Result (destroy() included). Success codes
+/// (>= 0) are not errors: Success, NotReady (an answer not complete yet: an enumeration's array
+/// was too small, a queue-ordered buffer is not allocated yet) and Timeout (a host wait ended with
+/// its values unmet: its timeout expired, or it polled with timeout 0; waits never return
+/// NotReady). Error codes (< 0) always come with a message that names the operation, the object
+/// and, where there is one, the native error (CUresult name, VkResult). The message reaches the
+/// caller twice:
 ///   - lastErrorMessage(): per thread, the message of the most recent error on this thread;
 ///   - the debug callback given at instance creation (InstanceCreateInfo::debugCallback).
 /// No baton call throws.
@@ -21,8 +24,8 @@ namespace baton {
 /// baton_result has the same values.
 enum class Result : int32_t {
   Success = 0,   ///< the call did what it was asked
-  NotReady = 1,  ///< a poll (timeout 0 or a query) found the condition not yet met
-  Timeout = 2,   ///< a wait with a finite timeout expired; not an error
+  NotReady = 1,  ///< not complete yet (an array too small, a buffer not allocated yet)
+  Timeout = 2,   ///< a wait ended unmet (its timeout expired, or a poll); not an error
 
   ErrorInvalidArgument = -1,     ///< a field or argument is out of its documented range
   ErrorInvalidHandle = -2,       ///< a null, destroyed, stale or wrong-type handle

@@ -45,7 +45,7 @@ class BATON_API Semaphore : public Handle<Semaphore> {
   /// succeeds. Memory lives on until the last pending submission that references it is done.
   /// Thread safe.
   /// Returns Success, ErrorObjectInUse, ErrorInvalidHandle.
-  Result destroy() const noexcept;
+  [[nodiscard]] Result destroy() const noexcept;
 
   /// Writes the current value. Device signals are observed as they complete (recorded events
   /// are queried), so the value is current to within the query. Thread safe.

@@ -15,8 +15,8 @@
 ///     values no baton queue has recorded a signal of yet, so that Vulkan -> CUDA and
 ///     CUDA -> Vulkan edges need no host hop. Values raised anywhere else (the host,
 ///     host queues, other devices) are forwarded as in bridged mode; host waits for
-///     values baton queues signal use baton's own events (vkWaitSemaphores took 10 ms to
-///     notice a CUDA signal on the NVIDIA driver), values Vulkan signals are observed by
+///     values baton queues signal use baton's own events (vkWaitSemaphores took milliseconds
+///     to notice a CUDA signal on the NVIDIA driver), values Vulkan signals are observed by
 ///     the watcher as in bridged mode. Needs a baton device whose backend imports timeline
 ///     fds (kCapabilityExternalSemaphoreTimelineFd: the CUDA backend), a Vulkan device
 ///     with VK_KHR_external_semaphore_fd enabled, a semaphore created exportable, and
@@ -42,17 +42,12 @@
 /// holds (Bridged otherwise). It says why through the instance's debug callback
 /// (MessageSeverity::Info, or Warning when the device UUIDs differ); getVulkanSemaphoreInterop /
 /// getVulkanMemoryInterop report it later. Semaphores are bridged even where native import is
-/// possible because that is faster for every hop but one on the driver measured (bench/interop,
-/// H100, NVIDIA driver 580; µs per hop, native / bridged):
-/// \verbatim
-///   Vulkan queue signal -> CUDA queue wait       318.9 / 34.9
-///   CUDA queue signal -> Vulkan queue wait       314.1 / 8.5
-///   Vulkan <-> CUDA queue round trip             319.0 / 22.3
-///   CUDA queue signal -> vkWaitSemaphores        ~10,000 (DESIGN §6) / forwarded
-///   Vulkan host signal -> CUDA queue wait        7.4 / 10.2   (the one hop native wins)
-///   CUDA queue signal -> baton host wait         equal: baton's own events in both modes
-/// \endverbatim
-/// Request InteropModeRequest::Native for GPU-side waits and signals that need no host thread.
+/// possible because on the driver measured (NVIDIA) bridging was faster for every queue hop
+/// between Vulkan and CUDA, by an order of magnitude, and about even for a Vulkan host signal to
+/// a CUDA queue; a CUDA signal seen through vkWaitSemaphores took milliseconds natively, and host
+/// waits through baton use baton's own events in both modes (docs/performance.md,
+/// baton-interop-bench, has the figures). Request InteropModeRequest::Native for GPU-side waits
+/// and signals that need no host thread.
 ///
 /// Rules Vulkan imposes that baton cannot check for you:
 ///   - The values of one timeline must rise in the order they are signalled, across both sides:
@@ -214,8 +209,8 @@ struct VulkanTimeline {
 /// caller makes sure no Vulkan work still uses the VkSemaphore, as vkDestroySemaphore requires.
 /// Returns what Semaphore::destroy returns (Success, ErrorObjectInUse, ErrorInvalidHandle);
 /// the VkSemaphore is destroyed in every case except ErrorInvalidArgument (null vulkan.device).
-BATON_API Result destroyVulkanTimeline(const VulkanDevice& vulkan,
-                                       const VulkanTimeline& timeline) noexcept;
+[[nodiscard]] BATON_API Result destroyVulkanTimeline(const VulkanDevice& vulkan,
+                                                     const VulkanTimeline& timeline) noexcept;
 
 /// What an import is and how it is carried.
 struct VulkanInteropInfo {
