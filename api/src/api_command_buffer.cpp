@@ -272,7 +272,8 @@ uint64_t bytesOf(uint64_t count, ElementType type, bool* overflow) {
 }
 
 // Records a collective command after checking everything the library would otherwise find (or
-// not find) at run time: the communicator, the buffers, ranks, types, ops and ranges.
+// not find) at run time: the communicator, the buffers, ranks, types, ops and ranges, and what the
+// library does not support (CommunicatorImpl::supports).
 Status recordCollective(core::CommandBuffer& cb, CommandList& list, core::CollectiveOp op,
                         Communicator communicator, Buffer src, uint64_t srcOffset, Buffer dst,
                         uint64_t dstOffset, uint64_t count, ElementType type, ReduceOp reduce,
@@ -351,6 +352,10 @@ Status recordCollective(core::CommandBuffer& cb, CommandList& list, core::Collec
       return error(Result::ErrorInvalidArgument,
                    "%s: source and destination ranges overlap other than in place", name);
   }
+  // A valid call the library is known to refuse fails here rather than as a failed signal when
+  // the submission runs.
+  Status supported = comm.impl->supports(op, type, reduce);
+  if (!supported.ok()) return supported.context(comm.label);
   c.srcOffset = srcOffset;
   c.dstOffset = dstOffset;
   c.size = count;

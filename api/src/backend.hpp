@@ -297,10 +297,21 @@ struct CommunicatorSetup {
   std::string label;       // how messages name the communicator
 };
 
+enum class CollectiveOp : uint8_t;  // objects.hpp
+
 // One rank's communicator, as the backend made it; core::Communicator owns it. The backend's
 // queues execute its collective commands (Command::Kind::Collective) and watch it while they run.
 class CommunicatorImpl : public Object {
  public:
+  // Whether its library takes a call of `op` on `type` (with `reduce`, for the reducing calls)
+  // from this rank: ErrorNotSupported naming the operation, the type and the library where the
+  // library is known to refuse it, checked when the command is recorded; Success where it is
+  // not known to (the call's result then decides, when the submission runs). Arguments are valid
+  // enumerators. Thread safe.
+  virtual Status supports(CollectiveOp op, ElementType type, ReduceOp reduce) const {
+    (void)op, (void)type, (void)reduce;
+    return Status();
+  }
   // This rank and the group's size, as the library reports them (split and shrink renumber).
   uint32_t rank = 0, rankCount = 0;
   // How messages name it (core::Communicator::label); set before the handle is published, and

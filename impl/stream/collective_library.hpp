@@ -19,6 +19,7 @@
 #include "baton/communicator.hpp"
 #include "baton/fwd.hpp"
 #include "driver_library.hpp"
+#include "objects.hpp"
 #include "status.hpp"
 
 // clang-format off
@@ -59,6 +60,10 @@ struct CollectiveLibrary {
   int version = 0;     // ncclGetVersion
   std::string path;    // the candidate that loaded
   std::string reason;  // why not loaded
+  // AMD's RCCL rather than NVIDIA's NCCL, whichever backend loaded it (the tests run the HIP
+  // backend on NCCL through a HIP-over-CUDA library): RCCL exports ncclAllToAllv, which NCCL has
+  // never had. The rules of checkSupported are NCCL's.
+  bool rccl = false;
 };
 
 // Loads (once) and returns the library of `backend` (Cuda: $BATON_NCCL_LIBRARY, libnccl.so.2;
@@ -69,13 +74,31 @@ const CollectiveLibrary& collectiveLibrary(BackendKind backend);
 DriverFaults& collectiveFaults();
 
 // ncclResult_t -> Status naming the call, the library's error name and its description, and the
-// communicator's last error text when `comm` is given: Success, or ErrorDriver (ncclInvalidArgument
-// and ncclInvalidUsage too: baton validates before it calls, so they are the library's verdict on
-// something baton cannot see, such as ids that do not match).
+// library's last error text: `lastError` when given (read where the call was made), else the
+// communicator's when `comm` is given. Success, or ErrorDriver (ncclInvalidArgument and
+// ncclInvalidUsage too: baton validates before it calls, and refuses what the library is known
+// not to support (checkSupported), so they are the library's verdict on something baton cannot
+// see, such as ids that do not match or another rank's GPU).
 core::Status ncclStatus(const CollectiveLibrary& lib, ncclResult_t result, const char* api,
-                        ncclComm_t comm = nullptr);
+                        ncclComm_t comm = nullptr, const char* lastError = nullptr);
 // "ncclRemoteError (remote process exited or there was a network error)".
 std::string ncclResultText(const CollectiveLibrary& lib, ncclResult_t result);
+
+// One collective call, as checkSupported needs it.
+struct CollectiveCallShape {
+  core::CollectiveOp op = core::CollectiveOp::AllReduce;
+  ElementType type = ElementType::Float32;
+  ReduceOp reduce = ReduceOp::Sum;  // read for the reducing operations only
+  uint32_t rankCount = 0;           // the communicator's
+  // This rank's GPU (PhysicalDeviceProperties::computeMajor, computeMinor); 0.0: not known.
+  uint32_t computeMajor = 0, computeMinor = 0;
+};
+
+// ErrorNotSupported, naming the operation, the type and the library (name, version, path), when
+// `lib` is known to refuse `call` (the rule table in collective_library.cpp, from the library's
+// documentation and source); Success otherwise, also where only the call itself can tell (another
+// rank's GPU, RCCL's own rules). Thread safe.
+core::Status checkSupported(const CollectiveLibrary& lib, const CollectiveCallShape& call);
 
 ncclDataType_t ncclType(ElementType type);
 ncclRedOp_t ncclOp(ReduceOp op);

@@ -157,6 +157,9 @@ struct GroupCall {
   ncclResult_t first = ncclSuccess;
   size_t firstAt = 0;
   const char* firstApi = "";
+  // The library's own words for `first` (ncclGetLastError), read on the thread that made the
+  // call: the emulated NCCL keeps them per thread, and a later call may replace them.
+  std::string firstText;
   ncclResult_t start = ncclSuccess;
   ncclResult_t end = ncclSuccess;
 };
@@ -172,6 +175,8 @@ GroupCall callGroup(const CollectiveLibrary& lib, const std::vector<CallArgs>& c
       g.first = r;
       g.firstAt = i;
       g.firstApi = api;
+      const char* text = lib.sym.ncclGetLastError ? lib.sym.ncclGetLastError(calls[i].comm) : "";
+      g.firstText = text ? text : "";
       break;
     }
   }
@@ -310,6 +315,8 @@ class StreamCommunicator final : public core::CommunicatorImpl {
         context(dev.context),
         device(dev.device),
         timeoutNs(timeoutNs),
+        computeMajor_(dev.device->physical()->properties.computeMajor),
+        computeMinor_(dev.device->physical()->properties.computeMinor),
         keepDevice_(dev.device),
         comm_(comm),
         calls_(calls),
@@ -319,6 +326,17 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     rankCount = count;
   }
   ~StreamCommunicator() override { (void)destroy(); }
+
+  Status supports(core::CollectiveOp op, ElementType type, ReduceOp reduce) const override {
+    CollectiveCallShape call;
+    call.op = op;
+    call.type = type;
+    call.reduce = reduce;
+    call.rankCount = rankCount;
+    call.computeMajor = computeMajor_;
+    call.computeMinor = computeMinor_;
+    return checkSupported(lib, call);
+  }
 
   bool failed(std::string* reason) const override {
     if (!failed_.load(std::memory_order_acquire)) {
@@ -783,6 +801,9 @@ class StreamCommunicator final : public core::CommunicatorImpl {
                         (r == ncclInProgress ? std::string("still in progress after the timeout")
                                              : ncclResultText(lib, r)));
   }
+
+  // This rank's GPU, for supports().
+  const uint32_t computeMajor_, computeMinor_;
 
   Ref<core::Device> keepDevice_;  // the context lives as long as the device's shared state
   ncclComm_t comm_;               // null once destroyed (call)
@@ -1277,7 +1298,7 @@ class Session {
     if (st.ok() && g.first != ncclSuccess) {
       const core::Command& c = commands[g.firstAt];
       ncclComm_t comm = static_cast<StreamCommunicator*>(c.communicator->impl.get())->callComm();
-      st = ncclStatus(lib, g.first, g.firstApi, comm)
+      st = ncclStatus(lib, g.first, g.firstApi, comm, g.firstText.c_str())
                .context(
                    format("%s on %s", core::collectiveOpName(c.collective), queueLabel.c_str()));
     }

@@ -26,8 +26,9 @@ int c_api_collectives_flow_host(char* why, size_t capacity);
 int c_api_collectives_flow_cuda(char* why, size_t capacity);
 
 /* On one CUDA device with NCCL: a one-rank communicator made from an id
- * (baton_instance_create_communicator_id, baton_device_create_communicator), split with and
- * without a color, bad split and shrink arguments, destroy. Skips without CUDA or NCCL. */
+ * (baton_instance_create_communicator_id, baton_device_create_communicator), the float8 average
+ * that NCCL 2.24 and later refuse with one rank refused when recorded, split with and without a
+ * color, bad split and shrink arguments, destroy. Skips without CUDA or NCCL. */
 int c_api_collectives_flow_cuda_single_rank(char* why, size_t capacity);
 
 /* The BATON_*_INIT values of the collectives as C compiles them. */

@@ -985,7 +985,9 @@ BATON_API baton_result baton_communicator_shrink(baton_communicator communicator
  * communicator or a buffer), BATON_ERROR_DEVICE_MISMATCH (a communicator or buffer of another
  * device), BATON_ERROR_INVALID_ARGUMENT (count 0, a type or op that is not one of its values, a
  * root or peer outside 0..rank count-1, a range outside its buffer, source and destination
- * overlapping other than in place as the call allows). A rejected call records nothing. The
+ * overlapping other than in place as the call allows), BATON_ERROR_NOT_SUPPORTED (the library is
+ * known to refuse the operation on the type: the message names both and the library; see
+ * CommandBuffer's collective commands). A rejected call records nothing. The
  * communicator and buffers stay the caller's; the recording keeps them alive while it is
  * pending.
  * @{ */

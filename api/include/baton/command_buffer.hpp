@@ -222,7 +222,13 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
   /// ErrorDeviceMismatch (a communicator or buffer of another device), ErrorInvalidArgument
   /// (count 0, a type or op that is not one of its enumerators, a root or peer outside
   /// 0..rankCount-1, a range outside its buffer, source and destination overlapping other than
-  /// in place as the call allows). A rejected call records nothing.
+  /// in place as the call allows), ErrorNotSupported (the library is known to refuse the
+  /// operation on the type, for its version, this rank's GPU or a communicator of one rank: the
+  /// message names the operation, the type and the library; with NCCL: the float8 types before
+  /// 2.24, a float8 allReduce, reduce or reduceScatter on a GPU below compute capability 9.0,
+  /// avg of float8 with one rank). A rejected call records nothing. What only the library can
+  /// judge (another rank's GPU) still fails the submission's signals when it runs; the
+  /// communicator stays ready.
   ///@{
 
   /// Every rank's `dst` receives the reduction of all ranks' `src` (count elements each).

@@ -1,5 +1,6 @@
 // The fake driver's initialisation, error names, devices and contexts (fake_cuda.hpp says what
 // the driver models). Every entry point first checks the host-function rule (FAKE_CUDA_ENTRY).
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -14,7 +15,16 @@ namespace {
 
 bool validDevice(CUdevice device) { return device >= 0 && device < config().devices; }
 
+// Each device's compute capability as major * 10 + minor: 9.0 (an H100's) unless a test set
+// another (batonFakeCudaSetComputeCapability).
+std::atomic<int> gComputeCapability[16] = {90, 90, 90, 90, 90, 90, 90, 90,
+                                           90, 90, 90, 90, 90, 90, 90, 90};
+
 }  // namespace
+
+int fake_cuda::computeCapability(int device) {
+  return device >= 0 && device < 16 ? gComputeCapability[device].load() : 0;
+}
 
 extern "C" {
 
@@ -82,11 +92,15 @@ CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
   *bytes = size_t(1) << 30;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice device) {
   FAKE_CUDA_ENTRY("cuDeviceGetAttribute");
   switch (attribute) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = fake_cuda::computeCapability(device) / 10;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = fake_cuda::computeCapability(device) % 10;
+      break;
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
     case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
     case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: *value = 1; break;
@@ -133,3 +147,13 @@ CUresult CUDAAPI cuCtxSynchronize() {
 }
 
 }  // extern "C"
+
+// Sets device `device`'s compute capability (major.minor, each 0..9) for the attribute queries
+// and communicators made from now on; 0 on success, -1 for another device or value.
+extern "C" __attribute__((visibility("default"))) int batonFakeCudaSetComputeCapability(int device,
+                                                                                        int major,
+                                                                                        int minor) {
+  if (device < 0 || device >= 16 || major < 1 || major > 9 || minor < 0 || minor > 9) return -1;
+  gComputeCapability[device].store(major * 10 + minor);
+  return 0;
+}

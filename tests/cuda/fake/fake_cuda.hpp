@@ -30,7 +30,10 @@
 //                                    (after its message), so that a test run fails on it.
 //   BATON_FAKE_CUDA_STATS=1          print the counters below to stderr when the module unloads.
 // The counters are also exported: `void batonFakeCudaStats(BatonFakeCudaStats*)` (see below),
-// found with dlsym in the loaded driver.
+// found with dlsym in the loaded driver. Every device reports compute capability 9.0 (an H100's)
+// unless a test sets another: `int batonFakeCudaSetComputeCapability(int device, int major, int
+// minor)` (0 on success, -1 for a device or value out of range), for the attribute queries and
+// the communicators made after it.
 //
 // ---- Behaviours modelled, and the documentation followed --------------------------------------
 // Pages of the CUDA Driver API reference (docs.nvidia.com/cuda/cuda-driver-api): "Stream
@@ -137,7 +140,8 @@
 // then exports NCCL's entry points with nccl.h's prototypes, on this same emulation. Loaded
 // through BATON_NCCL_LIBRARY — or BATON_RCCL_LIBRARY: RCCL has the same names, and a hipStream_t
 // of the HIP names is a CUstream here — it lets CI run baton's collective engine with several
-// emulated devices (BATON_FAKE_CUDA_DEVICES) in one process. Exported: ncclGetVersion (22809),
+// emulated devices (BATON_FAKE_CUDA_DEVICES) in one process. Exported: ncclGetVersion (nccl.h's
+// NCCL_VERSION_CODE, 22809; BATON_FAKE_NCCL_VERSION=<code> reports another, and N11 follows it),
 // ncclGetUniqueId, ncclGetErrorString (NCCL's texts), ncclGetLastError, ncclCommInitRank,
 // ncclCommInitRankConfig, ncclCommInitAll, ncclCommFinalize, ncclCommDestroy, ncclCommAbort,
 // ncclCommRevoke, ncclCommSplit, ncclCommShrink, ncclCommGetAsyncError, ncclCommCount,
@@ -211,6 +215,15 @@
 //      ncclCommGetAsyncError from a watchdog thread alongside a call on the same communicator. No
 //      lock is held while an op or a call waits. A communicator the program never destroys stays
 //      reachable (no leak report at exit).
+//  N11. What NCCL refuses at the call for a type or an operator (src/enqueue.cc: ArgsCheck,
+//      taskAppend; src/device/onerank.cu: ncclLaunchOneRank), with ncclInvalidArgument and a
+//      message: the float8 types where the version reported is below 2.24 (it has none); from
+//      2.24, a float8 allReduce, reduce or reduceScatter when a device of the group is below
+//      compute capability 9.0 ("FP8 reduction support begins with sm90 capable devices"), and
+//      their ncclAvg of float8 on a communicator of one rank (NCCL's one-rank path scales the
+//      input without the reduction kernels and has no float8 kernel for it). On a non-blocking
+//      communicator, a call refused for its arguments also sets the communicator's asynchronous
+//      error (NCCL's ncclEnqueueCheck): ncclCommGetAsyncError reports it and later calls fail.
 // Deviations from NCCL, chosen:
 //   - One process: no bootstrap, no transports; the unique id is only a key.
 //   - Arrival errors (N1) are returned by the init call, non-blocking ones included.
@@ -318,6 +331,8 @@ struct Context {
   int ordinal;
 };
 extern Context gContexts[16];
+// A device's compute capability, major * 10 + minor (batonFakeCudaSetComputeCapability).
+int computeCapability(int device);
 
 // An in-order stream. In async mode a worker thread runs `ops`; in sync mode the enqueuing call
 // runs each op itself. `done` counts the ops finished; an op's position is its 1-based index.
@@ -409,10 +424,15 @@ struct Rank {
   std::atomic<bool> revoked{false};
   std::shared_ptr<Clique> clique;
   int rank = -1, nranks = 0;
-  std::mutex mutex;                     // guards what follows
-  std::condition_variable idle;         // opsFinished grew (ncclCommFinalize)
-  ncclResult_t injected = ncclSuccess;  // batonFakeNcclInjectAsyncError
-  int pollsInProgress = 0;              // ncclCommGetAsyncError polls still answered ncclInProgress
+  // The lowest compute capability (major * 10 + minor) of the group's devices, as NCCL's
+  // comm->minCompCap, fixed when the rendezvous completed.
+  int minComputeCapability = 0;
+  std::mutex mutex;              // guards what follows
+  std::condition_variable idle;  // opsFinished grew (ncclCommFinalize)
+  // The asynchronous error: batonFakeNcclInjectAsyncError's, or a non-blocking call's refusal
+  // (N11).
+  ncclResult_t injected = ncclSuccess;
+  int pollsInProgress = 0;    // ncclCommGetAsyncError polls still answered ncclInProgress
   int gatheringsPending = 0;  // non-blocking splits and shrinks of this parent not complete
   bool finalizing = false;
   uint64_t collectives = 0, splits = 0, shrinks = 0;  // sequence numbers issued
@@ -421,6 +441,8 @@ struct Rank {
   int persistentRefs = 0;  // captures of its calls still held by a graph or a launch (N10)
 };
 
+// What ncclGetVersion reports: NCCL_VERSION_CODE (nccl.h's), or BATON_FAKE_NCCL_VERSION.
+int version();
 // Records the calling thread's last error (ncclGetLastError) and returns `result`.
 ncclResult_t fail(ncclResult_t result, const char* format, ...)
     __attribute__((format(printf, 2, 3)));

@@ -216,7 +216,8 @@ void put(ncclDataType_t t, void* buffer, size_t i, double v) {
 TEST_F(FakeNcclTest, VersionErrorStringsAndCommunicatorQueries) {
   int version = 0;
   EXPECT_EQ(ncclGetVersion(&version), ncclSuccess);
-  EXPECT_EQ(version, 22809);
+  const char* forced = std::getenv("BATON_FAKE_NCCL_VERSION");
+  EXPECT_EQ(version, forced ? std::atoi(forced) : 22809);
   EXPECT_STREQ(ncclGetErrorString(ncclSuccess), "no error");
   EXPECT_STREQ(ncclGetErrorString(ncclRemoteError),
                "remote process exited or there was a network error");
@@ -850,6 +851,125 @@ TEST_F(FakeNcclTest, SplitByColor) {
   EXPECT_EQ(*x, 20) << "new rank 1 (parent rank 0) is the root";
   EXPECT_EQ(*y, 5);
   destroy(next);
+  destroy(comms);
+}
+
+// ---- what NCCL refuses at the call (N11)
+// ---------------------------------------------------------
+
+// The float8 types exist from 2.24: before (BATON_FAKE_NCCL_VERSION, the registration
+// 'fake-nccl-selftest-2.23'), a call on them is an invalid type, whatever the operation.
+TEST_F(FakeNcclTest, Float8TypesFollowTheVersionReported) {
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
+  std::vector<ncclComm_t> comms = initAll(1);
+  std::vector<CUstream> s = streams(1);
+  unsigned char* buf = alloc<unsigned char>(8);
+  for (ncclDataType_t t : {ncclFloat8e4m3, ncclFloat8e5m2}) {
+    const ncclResult_t want = version < 22400 ? ncclInvalidArgument : ncclSuccess;
+    EXPECT_EQ(ncclAllReduce(buf, buf, 8, t, ncclSum, comms[0], s[0]), want) << version;
+    EXPECT_EQ(ncclBroadcast(buf, buf, 8, t, 0, comms[0], s[0]), want) << version;
+    if (want != ncclSuccess) {
+      EXPECT_NE(std::strstr(ncclGetLastError(nullptr), "no float8 types"), nullptr)
+          << ncclGetLastError(nullptr);
+    }
+  }
+  EXPECT_EQ(ncclAllReduce(buf, buf, 8, ncclInt8, ncclSum, comms[0], s[0]), ncclSuccess);
+  sync(s[0]);
+  destroy(comms);
+}
+
+// With one rank, ncclAvg of float8 (allReduce, reduce, reduceScatter): NCCL's one-rank path has
+// no float8 kernel for it. Sum of float8, avg of float16 and an empty call are taken; a blocking
+// communicator stays usable after the refusal, a non-blocking one keeps the error.
+TEST_F(FakeNcclTest, OneRankAverageOfFloat8IsRefused) {
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
+  if (version < 22400) GTEST_SKIP() << "no float8 types before 2.24";
+  std::vector<ncclComm_t> comms = initAll(1);
+  std::vector<CUstream> s = streams(1);
+  unsigned char* buf = alloc<unsigned char>(8, 0x38);  // 1.0 in e4m3
+  for (ncclDataType_t t : {ncclFloat8e4m3, ncclFloat8e5m2}) {
+    EXPECT_EQ(ncclAllReduce(buf, buf, 8, t, ncclAvg, comms[0], s[0]), ncclInvalidArgument);
+    EXPECT_NE(std::strstr(ncclGetLastError(nullptr), "one rank"), nullptr)
+        << ncclGetLastError(nullptr);
+    EXPECT_EQ(ncclReduce(buf, buf, 8, t, ncclAvg, 0, comms[0], s[0]), ncclInvalidArgument);
+    EXPECT_EQ(ncclReduceScatter(buf, buf, 8, t, ncclAvg, comms[0], s[0]), ncclInvalidArgument);
+    EXPECT_EQ(ncclAllReduce(buf, buf, 0, t, ncclAvg, comms[0], s[0]), ncclSuccess) << "empty";
+    EXPECT_EQ(ncclAllReduce(buf, buf, 8, t, ncclSum, comms[0], s[0]), ncclSuccess);
+  }
+  EXPECT_EQ(ncclAllReduce(buf, buf, 4, ncclFloat16, ncclAvg, comms[0], s[0]), ncclSuccess);
+  // Inside a group the refusal comes from the call, and ncclGroupEnd runs nothing of the group.
+  unsigned char* other = alloc<unsigned char>(8, 7);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(buf, other, 8, ncclUint8, ncclSum, comms[0], s[0]), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(buf, buf, 8, ncclFloat8e4m3, ncclAvg, comms[0], s[0]),
+            ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  sync(s[0]);
+  EXPECT_EQ(other[0], 7) << "nothing of the refused group ran";
+  destroy(comms);
+
+  // Non-blocking: the refusal stays as the communicator's asynchronous error.
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  ncclConfig_t config = nonBlocking();
+  ncclComm_t nb = nullptr;
+  use(0);
+  ASSERT_EQ(ncclCommInitRankConfig(&nb, 1, id, 0, &config), ncclInProgress);
+  ASSERT_EQ(settle(nb), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(buf, buf, 8, ncclFloat8e4m3, ncclAvg, nb, s[0]), ncclInvalidArgument);
+  ncclResult_t state = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(nb, &state), ncclSuccess);
+  EXPECT_EQ(state, ncclInvalidArgument);
+  EXPECT_EQ(ncclAllReduce(buf, buf, 8, ncclInt8, ncclSum, nb, s[0]), ncclInvalidArgument)
+      << "later calls fail";
+  EXPECT_EQ(ncclCommAbort(nb), ncclSuccess);
+}
+
+// A float8 reduction needs every device of the group at compute capability 9.0 or later (the
+// lowest one, as NCCL's comm->minCompCap, fixed when the group was made); moving float8 bytes
+// (allGather, broadcast, sends) does not.
+TEST_F(FakeNcclTest, Float8ReductionsNeedSm90OnEveryDevice) {
+  int version = 0;
+  ASSERT_EQ(ncclGetVersion(&version), ncclSuccess);
+  if (version < 22400) GTEST_SKIP() << "no float8 types before 2.24";
+  auto setCapability = sym<int (*)(int, int, int)>("batonFakeCudaSetComputeCapability");
+  auto attribute =
+      sym<CUresult (*)(int*, CUdevice_attribute, CUdevice)>(FAKE_SYM(cuDeviceGetAttribute));
+  ASSERT_TRUE(setCapability && attribute);
+  EXPECT_EQ(setCapability(1, 10, 0), -1);
+  EXPECT_EQ(setCapability(16, 8, 0), -1);
+  ASSERT_EQ(setCapability(1, 8, 6), 0);
+  int major = 0, minor = 0;
+  EXPECT_EQ(attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 1), CUDA_SUCCESS);
+  EXPECT_EQ(attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 1), CUDA_SUCCESS);
+  EXPECT_EQ(major * 10 + minor, 86);
+  std::vector<ncclComm_t> comms = initAll(2);
+  ASSERT_EQ(setCapability(1, 9, 0), 0);  // the group keeps what it saw when it was made
+  std::vector<CUstream> s = streams(2);
+  std::vector<unsigned char*> buf = {alloc<unsigned char>(16, 0x38), alloc<unsigned char>(16)};
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ncclAllReduce(buf[r], buf[r], 8, ncclFloat8e4m3, ncclSum, comms[r], s[r]),
+              ncclInvalidArgument)
+        << "rank " << r;
+    EXPECT_NE(std::strstr(ncclGetLastError(nullptr), "sm90"), nullptr) << ncclGetLastError(nullptr);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(ncclBroadcast(buf[r], buf[r], 8, ncclFloat8e5m2, 0, comms[r], s[r]), ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) sync(s[r]);
+  EXPECT_EQ(buf[1][0], 0x38) << "the broadcast ran";
+  destroy(comms);
+  // A group made now sees 9.0 on both devices.
+  comms = initAll(2);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(ncclAllReduce(buf[r], buf[r], 8, ncclFloat8e4m3, ncclSum, comms[r], s[r]),
+              ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) sync(s[r]);
   destroy(comms);
 }
 

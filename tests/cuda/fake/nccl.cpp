@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
@@ -79,12 +80,13 @@ Management& management() {
   return *m;
 }
 
-void fill(Rank& s, std::shared_ptr<Clique> clique, int rank, int nranks) {
+void fill(Rank& s, std::shared_ptr<Clique> clique, int rank, int nranks, int minCompCap) {
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.clique = std::move(clique);
     s.rank = rank;
     s.nranks = nranks;
+    s.minComputeCapability = minCompCap;
     s.sends.assign(static_cast<size_t>(nranks), 0);
     s.recvs.assign(static_cast<size_t>(nranks), 0);
   }
@@ -98,7 +100,10 @@ void completeLocked(Management& m, std::map<std::string, Gathering>::iterator it
   switch (g.kind) {
     case Kind::Init: {
       auto clique = makeClique(g.expected);
-      for (Arrival& a : g.arrivals) fill(*a.state, clique, a.rank, g.expected);
+      int minCompCap = 100;
+      for (const Arrival& a : g.arrivals)
+        minCompCap = std::min(minCompCap, fake_cuda::computeCapability(a.device));
+      for (Arrival& a : g.arrivals) fill(*a.state, clique, a.rank, g.expected, minCompCap);
       break;
     }
     case Kind::Split: {
@@ -115,7 +120,11 @@ void completeLocked(Management& m, std::map<std::string, Gathering>::iterator it
         });
         const int n = static_cast<int>(members.size());
         auto clique = makeClique(n);
-        for (int i = 0; i < n; ++i) fill(*members[static_cast<size_t>(i)]->state, clique, i, n);
+        int minCompCap = 100;
+        for (const Arrival* a : members)
+          minCompCap = std::min(minCompCap, fake_cuda::computeCapability(a->device));
+        for (int i = 0; i < n; ++i)
+          fill(*members[static_cast<size_t>(i)]->state, clique, i, n, minCompCap);
       }
       break;
     }
@@ -124,7 +133,11 @@ void completeLocked(Management& m, std::map<std::string, Gathering>::iterator it
                 [](const Arrival& x, const Arrival& y) { return x.rank < y.rank; });
       const int n = static_cast<int>(g.arrivals.size());
       auto clique = makeClique(n);
-      for (int i = 0; i < n; ++i) fill(*g.arrivals[static_cast<size_t>(i)].state, clique, i, n);
+      int minCompCap = 100;
+      for (const Arrival& a : g.arrivals)
+        minCompCap = std::min(minCompCap, fake_cuda::computeCapability(a.device));
+      for (int i = 0; i < n; ++i)
+        fill(*g.arrivals[static_cast<size_t>(i)].state, clique, i, n, minCompCap);
       break;
     }
   }
@@ -293,6 +306,15 @@ __attribute__((destructor)) void atUnload() {
 
 }  // namespace
 
+int version() {
+  static const int code = [] {
+    const char* v = std::getenv("BATON_FAKE_NCCL_VERSION");
+    const int n = v ? std::atoi(v) : 0;
+    return n >= 21900 && n < 100000 ? n : NCCL_VERSION_CODE;
+  }();
+  return code;
+}
+
 ncclResult_t fail(ncclResult_t result, const char* format, ...) {
   char text[512];
   va_list args;
@@ -365,7 +387,7 @@ extern "C" {
 
 ncclResult_t ncclGetVersion(int* version) {
   if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
-  *version = NCCL_VERSION_CODE;
+  *version = fake_cuda::nccl::version();
   return ncclSuccess;
 }
 

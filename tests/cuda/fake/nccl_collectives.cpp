@@ -406,26 +406,58 @@ Stream* streamFor(const Rank& r, cudaStream_t stream) {
   return s;
 }
 
+// The float8 types, and what NCCL refuses of them (N11).
+bool isFloat8(ncclDataType_t t) { return t == ncclFloat8e4m3 || t == ncclFloat8e5m2; }
+ncclResult_t refuseUnsupported(const Rank& r, const Item& it, const char* api) {
+  if (!isFloat8(it.type) || it.count == 0) return ncclSuccess;  // NCCL drops empty collectives
+  if (version() < 22400)
+    return fail(ncclInvalidArgument, "%s: invalid type %d (this NCCL has no float8 types)", api,
+                static_cast<int>(it.type));
+  if (!isReduction(it.call)) return ncclSuccess;
+  if (r.minComputeCapability < 90)
+    return fail(ncclInvalidArgument,
+                "%s: FP8 reduction support begins with sm90 capable devices (the group's lowest: "
+                "%d.%d)",
+                api, r.minComputeCapability / 10, r.minComputeCapability % 10);
+  if (it.op == ncclAvg && r.nranks == 1)
+    return fail(ncclInvalidArgument,
+                "%s: ncclAvg of type %d with one rank: no one-rank kernel for the type", api,
+                static_cast<int>(it.type));
+  return ncclSuccess;
+}
+
+ncclResult_t checkArguments(const Rank& r, const Item& it, const char* api) {
+  if (elementSize(it.type) == 0)
+    return fail(ncclInvalidArgument, "%s: invalid type %d", api, static_cast<int>(it.type));
+  if (isReduction(it.call) && (it.op < 0 || it.op >= ncclNumOps))
+    return fail(ncclInvalidArgument, "%s: invalid reduction operation %d", api,
+                static_cast<int>(it.op));
+  if ((isRooted(it.call) || !isCollective(it.call)) && (it.root < 0 || it.root >= r.nranks))
+    return fail(ncclInvalidArgument, "%s: invalid %s %d (nranks %d)", api,
+                isRooted(it.call) ? "root" : "peer", it.root, r.nranks);
+  if (it.count > 0) {
+    const bool needSend =
+        it.call != Call::Recv && !(it.call == Call::Broadcast && r.rank != it.root);
+    const bool needRecv = it.call != Call::Send && !(it.call == Call::Reduce && r.rank != it.root);
+    if (needSend && !it.send) return fail(ncclInvalidArgument, "%s: sendbuff is NULL", api);
+    if (needRecv && !it.recv) return fail(ncclInvalidArgument, "%s: recvbuff is NULL", api);
+  }
+  return refuseUnsupported(r, it, api);
+}
+
 ncclResult_t check(ncclComm_t comm, cudaStream_t stream, const Item& it, std::shared_ptr<Rank>* out,
                    Stream** s) {
   const char* api = callName(it.call);
   std::shared_ptr<Rank> r = lookup(comm);
   if (!r) return fail(ncclInvalidArgument, "%s: invalid communicator", api);
   if (ncclResult_t e = ensureUsable(*r, api)) return e;
-  if (elementSize(it.type) == 0)
-    return fail(ncclInvalidArgument, "%s: invalid type %d", api, static_cast<int>(it.type));
-  if (isReduction(it.call) && (it.op < 0 || it.op >= ncclNumOps))
-    return fail(ncclInvalidArgument, "%s: invalid reduction operation %d", api,
-                static_cast<int>(it.op));
-  if ((isRooted(it.call) || !isCollective(it.call)) && (it.root < 0 || it.root >= r->nranks))
-    return fail(ncclInvalidArgument, "%s: invalid %s %d (nranks %d)", api,
-                isRooted(it.call) ? "root" : "peer", it.root, r->nranks);
-  if (it.count > 0) {
-    const bool needSend =
-        it.call != Call::Recv && !(it.call == Call::Broadcast && r->rank != it.root);
-    const bool needRecv = it.call != Call::Send && !(it.call == Call::Reduce && r->rank != it.root);
-    if (needSend && !it.send) return fail(ncclInvalidArgument, "%s: sendbuff is NULL", api);
-    if (needRecv && !it.recv) return fail(ncclInvalidArgument, "%s: recvbuff is NULL", api);
+  if (ncclResult_t e = checkArguments(*r, it, api)) {
+    // NCCL's ncclEnqueueCheck: a non-blocking communicator keeps the error (N11).
+    if (!r->blocking) {
+      std::lock_guard<std::mutex> lock(r->mutex);
+      if (r->injected == ncclSuccess) r->injected = e;
+    }
+    return e;
   }
   *s = streamFor(*r, stream);
   *out = std::move(r);
