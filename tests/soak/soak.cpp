@@ -27,7 +27,7 @@
 //              [--backend auto|host|cuda|hip] [--no-vulkan]
 // The flatness checks compare every sample from the first one at or after W seconds on.
 // Exit codes: 0 flat and correct, 1 a failure (printed), 77 the requested backend or device is
-// absent (printed reason).
+// absent (printed reason); 1 instead where BATON_TEST_REQUIRE_BACKENDS names that backend.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -180,6 +180,17 @@ baton::UniqueCommandBuffer recorded(baton::Device device, Failures& failures,
   return cb;
 }
 
+// Whether BATON_TEST_REQUIRE_BACKENDS (backend names, comma-separated: "hip,cuda") names
+// `backend`, as the test suites read it (tests/backend_fixture.hpp): the registrations on the
+// emulated driver set it, so that a driver that stops loading fails the soak instead of skipping
+// it.
+bool required(const std::string& backend) {
+  const char* list = std::getenv("BATON_TEST_REQUIRE_BACKENDS");
+  if (!list) return false;
+  const std::string names = std::string(",") + list + ",";
+  return names.find("," + backend + ",") != std::string::npos;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -240,8 +251,23 @@ int main(int argc, char** argv) {
     if (physical) break;
   }
   if (!physical) {
-    std::printf("skip: no %s device (baton-info lists the backends and why)\n",
-                opt.backend.c_str());
+    // Why the backend is absent, in the driver's words.
+    std::string why;
+    baton::BackendInfo infos[baton::kBackendKindCount];
+    uint32_t infoCount = baton::kBackendKindCount;
+    if (instance->enumerateBackends(&infoCount, infos) == Result::Success)
+      for (uint32_t i = 0; i < infoCount; ++i)
+        if (opt.backend == baton::backendName(infos[i].kind) && infos[i].reason[0])
+          why = std::string(": ") + infos[i].reason;
+    if (required(opt.backend)) {
+      std::printf(
+          "FAIL: no %s device%s (required here by BATON_TEST_REQUIRE_BACKENDS: it must "
+          "not skip)\n",
+          opt.backend.c_str(), why.c_str());
+      return 1;
+    }
+    std::printf("skip: no %s device%s (baton-info lists the backends and why)\n",
+                opt.backend.c_str(), why.c_str());
     return 77;
   }
   baton::PhysicalDevice hostPhysical;
