@@ -458,6 +458,9 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
   // so a query of it is always defined: complete means that record completed (its event went
   // back to the pool only after that, and whatever recorded it since completed too).
   void* newestEvent = nullptr;
+  // When a submitting thread last found the issuing thread asleep while the queue was not known
+  // idle (StreamQueue::startDirect: a burst detector). Under the core queue's lock.
+  uint64_t askedStreamNs = 0;
   std::vector<Record> outbox;  // pushed, not yet handed to the completion thread (issueMutex)
   std::atomic<uint64_t> outboxSince{0};  // when its oldest record was pushed
   uint64_t issuedPasses = 0;  // passes of the issuing thread that issued for the queue (serve)

@@ -65,6 +65,7 @@ Stats stats() noexcept {
   s.directAfterQuery = c[kDirectAfterQuery];
   s.directBehind = c[kDirectBehind];
   s.directNotReady = c[kDirectNotReady];
+  s.directInBurst = c[kDirectInBurst];
   s.postedToIssuer = c[kPosted];
   s.lazyParks = c[kLazyParks];
   s.completionLooks = c[kCompletionLooks];

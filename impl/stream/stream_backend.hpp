@@ -128,6 +128,10 @@ struct Stats {
   // recorded or the stream was full (only grow).
   uint64_t directBehind = 0;
   uint64_t directNotReady = 0;
+  // Submissions that would have been issued directly after a query of the queue (see
+  // directAfterQuery) but came within kDirectBurstGapNs of the previous such one: a burst, handed
+  // to the issuing thread (only grows).
+  uint64_t directInBurst = 0;
   // Times a completion thread parked with records in flight that nothing needed (it looks
   // lazily, see impl/stream/completion.hpp), and the looks for completed records, its own and
   // those of direct issuers retiring their records (only grow).

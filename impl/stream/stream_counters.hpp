@@ -39,6 +39,7 @@ enum Counter : size_t {
   kPosted,            // submissions posted to an issuing thread
   kDirectBehind,      // not issued directly: the issuing thread holds some of the queue
   kDirectNotReady,    // not issued directly: a wait not yet recorded, or the stream full
+  kDirectInBurst,     // not issued directly: one of a burst to a queue that runs dry as fed
   kLazyParks,         // completion threads parked with records in flight that nothing needed
   kCompletionLooks,   // looks for completed records (completion threads, retireOnSubmit)
   kHostCallParks,     // completion threads parked until host calls ran (Completion::awaitHostCalls)

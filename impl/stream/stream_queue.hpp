@@ -151,6 +151,16 @@ class StreamQueue final : public core::QueueImpl {
             q_->issued.load(std::memory_order_relaxed) &&
         !light(*sub)) {
       if (!q_->issuer->idle.load(std::memory_order_relaxed)) return false;
+      // Work that runs dry as fast as it is submitted (no waits, short or no commands) makes every
+      // submission of a burst find the issuing thread asleep and the queue dry, and each would
+      // pay the whole issue here (the query, the driver calls, the record's hand-over and
+      // retirement) where the issuing thread would cost it a hand-off. So one that comes within
+      // kDirectBurstGapNs of the previous such one wakes the issuing thread instead, which then
+      // takes the rest of the burst; a submission after a pause still goes direct.
+      const uint64_t now = core::nowNs();
+      const uint64_t previous = q_->askedStreamNs;
+      q_->askedStreamNs = now;
+      if (now - previous < kDirectBurstGapNs) return declined(kDirectInBurst);
       askStream = true;
     }
     if (tInternalThread || tInsideHostFunction || core::CallbackScope::current() != nullptr)

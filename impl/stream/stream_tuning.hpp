@@ -132,6 +132,14 @@ constexpr uint64_t kIssueSpinMinNs = 5'000;
 constexpr uint32_t kIssueSpinProbeEvery = 8;
 // Spins in a row that end without work before the budget shrinks (SpinBudget says why not fewer).
 constexpr uint32_t kIssueSpinMisses = 4;
+// StreamQueue::startDirect: a submission that finds the issuing thread asleep and its queue not
+// known idle goes to the issuing thread, waking it, when the previous such submission of the queue
+// came less than this long before (a burst: the direct issue of each costs the submitting thread
+// several times the hand-off, docs/performance.md, cuda_bench parts), and is issued directly
+// otherwise. The issuing thread's longest spin: submissions that come faster than that keep the
+// thread, once woken, catching them without sleeping again, so each further one costs only the
+// hand-off; slower ones would find it asleep again, each paying a wake-up, and go direct instead.
+constexpr uint64_t kDirectBurstGapNs = kIssueSpinNs;
 // A waiter for a signal that is published but not yet recorded (StreamTimepoint::waitRecorded)
 // spins this long before it sleeps: recording is a driver call already under way on another
 // thread, well under a microsecond unless the driver throttles it.

@@ -9,6 +9,7 @@
 // whole process, so it has its own executables (stream_device_lost_tests.cpp).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "stream_backend.hpp"
 #include "stream_test_support.hpp"
@@ -1214,6 +1216,46 @@ TEST_P(StreamBusyTest, AQueueThatRanDryUnobservedIsIssuedOnTheSubmittingThread) 
     ASSERT_OK(done->wait(value, kLongNs)) << sink_.dump();
   }
   EXPECT_EQ(afterQuery, 1u) << "in 10 rounds, no submission was issued after the query";
+}
+
+// A burst of submissions with no wait and no command buffers (the first of a frame,
+// fire-and-forget work) to a queue that runs dry as fast as it is fed, while the issuing thread
+// sleeps: each one would find the queue dry and pay the whole issue on the submitting thread.
+// Instead, one that comes within kDirectBurstGapNs of the previous such one wakes the issuing
+// thread, which takes the rest (Stats::directInBurst), so at most the first two are issued
+// directly. Where a submission takes longer than that gap here (a badly overloaded machine), no
+// burst can form: skipped, saying so.
+TEST_P(StreamBackendTest, ABurstToAQueueThatRunsDryGoesToTheIssuingThread) {
+  baton::stream::setIssueMode(baton::stream::IssueMode::WhenIdle);
+  struct Reset {
+    ~Reset() { baton::stream::resetIssueMode(); }
+  } reset;
+  auto done = makeSemaphore("done");
+  ASSERT_OK(submit(queue(0), {}, {}, {{*done, 1}}));
+  ASSERT_OK(done->wait(1, kLongNs)) << sink_.dump();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the issuing thread sleeps
+  constexpr int kBurst = 64;
+  std::vector<std::chrono::steady_clock::time_point> starts;
+  const baton::stream::Stats before = baton::stream::stats();
+  for (int i = 0; i < kBurst; ++i) {
+    starts.push_back(std::chrono::steady_clock::now());
+    ASSERT_OK(queue(0).submit(baton::SubmitInfo{}));
+  }
+  const baton::stream::Stats after = baton::stream::stats();
+  ASSERT_OK(submit(queue(0), {}, {}, {{*done, 2}}));
+  ASSERT_OK(done->wait(2, kLongNs)) << sink_.dump();
+  // The first submission finds the queue known idle (the wait saw it) and goes direct; the
+  // second asks the stream, and the third is in a burst when it comes within kDirectBurstGapNs
+  // (50 µs) of the second.
+  const auto gapNs =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(starts[2] - starts[1]).count();
+  if (gapNs >= 40'000)
+    GTEST_SKIP() << "the second submit took " << gapNs << " ns here: too slow for a burst";
+  const uint64_t direct = after.directIssued - before.directIssued;
+  const uint64_t inBurst = after.directInBurst - before.directInBurst;
+  std::printf("burst of %d: %llu issued directly, %llu handed over as a burst\n", kBurst,
+              static_cast<unsigned long long>(direct), static_cast<unsigned long long>(inBurst));
+  EXPECT_LE(direct, 2u) << "the burst was issued on the submitting thread";
 }
 
 // A host wait for a value that a completion thread publishes (here a host call's: no event to

@@ -469,7 +469,9 @@ BATON_API baton_result baton_device_wait_semaphores(baton_device device,
  * BATON_HOST_WAIT_SPIN_DEFAULT_NS (50 µs) on a new device, 0 sleeps at once,
  * BATON_HOST_WAIT_SPIN_FOREVER spins for the whole wait (yielding between queries after 5 µs). A
  * wait for a value that a submission to this device publishes from the host (host calls,
- * collectives) polls that long too, at least 50 µs. For waits that start after the call; no
+ * collectives) polls that long too when it is longer than the default; otherwise up to 50 µs,
+ * as long as that semaphore's values lately took to come (down to 5 µs while they come later
+ * than the poll lasts). For waits that start after the call; no
  * effect on a host-backend device. Thread safe. Returns
  * BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE. (Device::setHostWaitSpin) */
 BATON_API baton_result baton_device_set_host_wait_spin(baton_device device, uint64_t spin_ns);

@@ -101,7 +101,10 @@ class BATON_API Device : public Handle<Device> {
   /// kHostWaitSpinForever spins for the whole wait (past the first 5 µs, yielding the core
   /// between queries to other runnable threads). A wait for a value that a submission to this
   /// device publishes from the host (one with host calls or collectives: no event to spin on)
-  /// polls that long too, at least 50 µs (the latest such submission's device decides). Waits
+  /// polls that long too when it is longer than the default (the latest such submission's device
+  /// decides); otherwise it polls up to 50 µs, as long as that semaphore's values lately took to
+  /// come (down to 5 µs while they come later than the poll lasts, with a full poll now and then
+  /// to notice when they come sooner again). Waits
   /// that no single recorded signal covers (a value not submitted yet, WaitMode::Any over several
   /// pending semaphores) sleep as before.
   /// Waits that start after the call use it. No effect on a host-backend device, whose queue
