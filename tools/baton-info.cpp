@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Collectives per backend: the library found (NCCL for CUDA, RCCL for HIP), its version and
-  // what it can do, or why there is none.
+  // Collectives per backend: the library found (NCCL for CUDA, RCCL for HIP), its version, what
+  // it can do and whether baton's collective calls block, or why there is none.
   std::printf("\nCollectives:\n");
   for (uint32_t k = 0; k < baton::kBackendKindCount; ++k) {
     const auto kind = static_cast<baton::BackendKind>(k);
@@ -124,10 +124,11 @@ int main(int argc, char** argv) {
     if (!check(instance->getCollectiveSupport(kind, &c), "getCollectiveSupport")) continue;
     std::printf("  %-5s ", baton::backendName(kind));
     if (c.available)
-      std::printf("%s %u.%u.%u (%s): revoke %s, shrink %s\n",
+      std::printf("%s %u.%u.%u (%s): revoke %s, shrink %s, calls %s\n",
                   kind == baton::BackendKind::Hip ? "RCCL" : "NCCL", c.version / 10000,
                   c.version % 10000 / 100, c.version % 100, c.library, c.canRevoke ? "yes" : "no",
-                  c.canShrink ? "yes" : "no");
+                  c.canShrink ? "yes" : "no",
+                  c.blockingCalls ? "blocking" : "non-blocking (BATON_NCCL_BLOCKING_CALLS=0)");
     else
       std::printf("unavailable: %s\n", c.reason);
   }

@@ -115,6 +115,9 @@ static_assert(offsetof(baton_collective_support, can_revoke) ==
               offsetof(baton::CollectiveSupport, canRevoke));
 static_assert(offsetof(baton_collective_support, can_shrink) ==
               offsetof(baton::CollectiveSupport, canShrink));
+static_assert(offsetof(baton_collective_support, blocking_calls) ==
+              offsetof(baton::CollectiveSupport, blockingCalls));
+static_assert(sizeof(baton_collective_support) == sizeof(baton::CollectiveSupport));
 
 // ---- conversions ------------------------------------------------------------------------------
 
@@ -154,6 +157,7 @@ void toC(const baton::CollectiveSupport& in, baton_collective_support* out) noex
   std::memcpy(out->reason, in.reason, sizeof out->reason);
   out->can_revoke = in.canRevoke;
   out->can_shrink = in.canShrink;
+  out->blocking_calls = in.blockingCalls;
 }
 
 ElementType toCpp(baton_element_type type) noexcept { return static_cast<ElementType>(type); }

@@ -1081,6 +1081,7 @@ CollectiveSupport collectiveSupport(BackendKind backend) {
   core::copyText(s.library, sizeof s.library, lib.path);
   s.canRevoke = lib.sym.ncclCommRevoke != nullptr;
   s.canShrink = lib.sym.ncclCommShrink != nullptr;
+  s.blockingCalls = blockingCallsEnabled();
   return s;
 }
 

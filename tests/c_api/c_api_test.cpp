@@ -642,6 +642,7 @@ TEST_F(CApiBadInput, HostHasNoCollectives) {
     EXPECT_STREQ(c.reason, cpp.reason);
     EXPECT_EQ(c.can_revoke, cpp.canRevoke);
     EXPECT_EQ(c.can_shrink, cpp.canShrink);
+    EXPECT_EQ(c.blocking_calls, cpp.blockingCalls);
   }
   baton_collective_support support;
   baton::CollectiveSupport supportCpp;

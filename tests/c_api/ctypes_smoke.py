@@ -66,7 +66,7 @@ class SubmitInfo(C.Structure):
 class CollectiveSupport(C.Structure):
     _fields_ = [("backend", C.c_int32), ("available", C.c_bool), ("version", C.c_uint32),
                 ("library", C.c_char * 256), ("reason", C.c_char * 512),
-                ("can_revoke", C.c_bool), ("can_shrink", C.c_bool)]
+                ("can_revoke", C.c_bool), ("can_shrink", C.c_bool), ("blocking_calls", C.c_bool)]
 
 
 class CommunicatorCreateInfo(C.Structure):

@@ -562,6 +562,16 @@ TEST_P(CollectiveOps, AGraphOfCollectivesOfRanksOfOneProcessIsRefusedWithBlockin
 
 // ---- failure ------------------------------------------------------------------------------------
 
+// CollectiveSupport::blockingCalls says where the calls go, as BATON_NCCL_BLOCKING_CALLS decides
+// (the registrations run both ways): blocking unless it is "0".
+TEST_P(CollectiveTest, TheSupportReportSaysWhetherCallsBlock) {
+  const char* mode = std::getenv("BATON_NCCL_BLOCKING_CALLS");
+  EXPECT_EQ(support_.blockingCalls, !(mode && std::string(mode) == "0"));
+  CollectiveSupport host;
+  ASSERT_OK(instance_->getCollectiveSupport(BackendKind::Host, &host));
+  EXPECT_FALSE(host.blockingCalls) << "no library, no calls";
+}
+
 TEST_P(CollectiveTest, ARankThatNeverArrivesFailsCreationAfterTheTimeout) {
   DeviceCreateInfo info;
   UniqueDevice device;

@@ -858,6 +858,9 @@ typedef struct baton_collective_support {
   char reason[512];
   bool can_revoke; /**< the library ends stuck operations and keeps the communicator */
   bool can_shrink; /**< the library can shrink a communicator (NCCL 2.27 and later) */
+  /** Collective calls go to a blocking library communicator (the default); false when
+   * BATON_NCCL_BLOCKING_CALLS=0 puts them on the non-blocking one, or when not available. */
+  bool blocking_calls;
 } baton_collective_support;
 
 /** Reports whether `backend` has a collective library (NCCL for CUDA, RCCL for HIP), which one

@@ -155,6 +155,11 @@ struct CollectiveSupport {
   bool canRevoke = false;  ///< the library ends stuck operations and keeps the communicator
                            ///< (ncclCommRevoke, NCCL 2.28.9 and later)
   bool canShrink = false;  ///< the library has ncclCommShrink (NCCL 2.27 and later)
+  /// Collective calls go to a blocking library communicator split from the non-blocking one (the
+  /// default; see "Two library communicators per rank" above); false when
+  /// BATON_NCCL_BLOCKING_CALLS=0 puts every call on the non-blocking one, or when not available.
+  /// Read once per process.
+  bool blockingCalls = false;
 };
 
 /// One rank of a group of devices that run collectives together (see baton/communicator.hpp).
