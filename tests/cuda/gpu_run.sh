@@ -6,14 +6,17 @@
 # NVIDIA Vulkan driver), the demo, compute-sanitizer and the benchmarks, writing logs to $OUT
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
-# Steps (default: all but soak, soakwait, full and collectives): build info tests lost conformance
-# hip hiplost hipconf graph cross interop demo sanitizer soak soakwait bench hipbench framebench ibench
-# full collectives multiprocess collbench collprofile (the last four: two GPUs or more)
+# Steps (default: all but soak, soakwait, full, onerank and collectives): build info tests lost
+# conformance hip hiplost hipconf graph cross interop demo sanitizer soak soakwait bench hipbench
+# framebench ibench full onerank collectives multiprocess collbench collprofile (the last four: two
+# GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
 # (ROCm 5.2's headers; the HIP backend loads its runtime at run time, here the translation
 # library) and points -Dhip_include_dir at it.
-# Every step has a time limit, so a hang costs its limit, not the session.
+# Every step has a time limit, so a hang costs its limit, not the session. The script exits 1 when
+# the build or a step that judges its own result (sanitizer, onerank) failed.
 set -u
+status=0
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
@@ -127,12 +130,14 @@ fi
 # translation library, NCCL loaded as RCCL: its streams are CUDA streams).
 TORCH_NCCL=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-collective_run() {  # <name> <gtest filter> <env...>: the collective tests under `env`
-  local name=$1 filter=$2; shift 2
+collective_run() {  # <name> <gtest filter> <env...>: the collective tests under `env`; their status
+  local name=$1 filter=$2 rc; shift 2
   log "collectives: $name"
   env "$@" timeout ${COLLECTIVES_LIMIT:-120} stdbuf -oL "$B/tests/collectives/baton-collective-tests" --gtest_filter="$filter" > "$OUT/collectives-$name.log" 2>&1
-  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|Skipped|unavailable" "$OUT/collectives-$name.log" | head -30
+  rc=$?
+  echo "rc=$rc"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|Skipped|unavailable" "$OUT/collectives-$name.log" | head -30
   grep -A10 "Failure$" "$OUT/collectives-$name.log" | head -40
+  return $rc
 }
 if has collectives; then
   log collective support; timeout 30 "$B/tools/baton-info" 2>&1 | grep -i -A3 "collective"
@@ -152,15 +157,34 @@ fi
 # The multi-process runs (tests/collectives/multiprocess.py): one rank per process and GPU, the id
 # through a file; over NVLink/P2P and over sockets (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1, as
 # between two machines); the SIGKILL trials with NCCL 2.28.3 (the system's: no revoke) and 2.28.9.
+MP=(python3 tests/collectives/multiprocess.py)
+RANKBIN=(--binary "$B/tests/collectives/baton-collective-rank")
+mp_run() {  # <name> <limit s> <args...>: returns the harness's exit status
+  local name=$1 limit=$2 rc; shift 2
+  log "multiprocess: $name"
+  timeout "$limit" "${MP[@]}" "$@" "${RANKBIN[@]}" > "$OUT/mp-$name.log" 2>&1
+  rc=$?
+  echo "rc=$rc"; grep -E "^(RESULT|kill trials|verdict|FAIL|PASS)|survivors|reasons|death_to_wake|HANG" "$OUT/mp-$name.log" | head -12
+  return $rc
+}
+# One GPU: what NCCL refuses with one rank (the float8 average: ncclInvalidArgument from 2.24 on)
+# is refused when it is recorded (ErrorNotSupported naming the operation, the type and NCCL): the
+# one-rank tests of the collective suite, and `multiprocess.py ops --ranks 1` (every op and type:
+# each rank's checks=132 failures=0, the two float8 averages passing as refusals), with the
+# system's NCCL (2.28.3), PyTorch's (2.28.9) and under HIP names.
+if has onerank; then
+  onerank_failed=0
+  one=(BATON_TEST_REQUIRE_COLLECTIVES=1)
+  collective_run onerank-cuda-nccl-2.28.3 'CollectiveRefusalOneRank.*/cuda:CollectiveOneRank.*/cuda' "${one[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda || onerank_failed=1
+  [ -e "$TORCH_NCCL" ] && { collective_run onerank-cuda-nccl-2.28.9 'CollectiveRefusalOneRank.*/cuda:CollectiveOneRank.*/cuda' BATON_NCCL_LIBRARY="$TORCH_NCCL" "${one[@]}" BATON_TEST_REQUIRE_BACKENDS=cuda || onerank_failed=1; }
+  collective_run onerank-hip-over-cuda 'CollectiveRefusalOneRank.*/hip:CollectiveOneRank.*/hip' BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_RCCL_LIBRARY=/usr/lib/x86_64-linux-gnu/libnccl.so.2 "${one[@]}" BATON_TEST_REQUIRE_BACKENDS=hip || onerank_failed=1
+  mp_run ops-1rank-2.28.3 120 ops --ranks 1 || onerank_failed=1
+  [ -e "$TORCH_NCCL" ] && { mp_run ops-1rank-2.28.9 120 ops --ranks 1 --env BATON_NCCL_LIBRARY="$TORCH_NCCL" || onerank_failed=1; }
+  mp_run ops-1rank-hip 120 ops --ranks 1 --backend hip || onerank_failed=1
+  grep -h "refused when recorded" "$OUT"/mp-ops-1rank-*.log | cut -c1-160 | head -6
+  if [ $onerank_failed = 0 ]; then echo "onerank PASSED"; else echo "onerank FAILED"; status=1; fi
+fi
 if has multiprocess; then
-  MP=(python3 tests/collectives/multiprocess.py)
-  RANKBIN=(--binary "$B/tests/collectives/baton-collective-rank")
-  mp_run() {  # <name> <limit s> <args...>
-    local name=$1 limit=$2; shift 2
-    log "multiprocess: $name"
-    timeout "$limit" "${MP[@]}" "$@" "${RANKBIN[@]}" > "$OUT/mp-$name.log" 2>&1
-    echo "rc=$?"; grep -E "^(RESULT|kill trials|verdict|FAIL|PASS)|survivors|reasons|death_to_wake|HANG" "$OUT/mp-$name.log" | head -12
-  }
   mp_run ops-nvlink 120 ops --ranks 2
   mp_run ops-sockets 120 ops --ranks 2 --sockets
   mp_run ops-hip 120 ops --ranks 2 --backend hip --env BATON_RCCL_LIBRARY="$TORCH_NCCL"
@@ -268,22 +292,57 @@ if has demo; then
   fi
 fi
 # compute-sanitizer over the CUDA tests and the conformance suite on CUDA: memcheck, racecheck and
-# synccheck, the six runs side by side (each its own process on the one GPU).
+# synccheck, the six runs side by side (each its own process on the one GPU). A failing driver call
+# is reported (API errors, the default), so the tests that make one on purpose
+# (SANITIZER_API_ERROR_TESTS: a capture that a synchronizing call invalidates, whose end then fails
+# twice) are left out of those runs and run apart afterwards, one per tool with
+# --report-api-errors no: their memory errors, races and synchronization errors still count. Every
+# run must exit 0 (--error-exitcode 3 makes any error fail it, a failed test too), run some tests
+# and print a summary of 0 errors, else the step fails (and the script exits 1); a clean run prints
+# "sanitizer PASSED" and 0 errors in each of the nine lines.
+SANITIZER_API_ERROR_TESTS=${SANITIZER_API_ERROR_TESTS:-'GraphCommandBufferTest.ACaptureThatFailsFailsEnd/*'}
+sanitizer_verdict() {  # <log> <exit status>: one line; returns 1 unless the run was clean
+  local f=$1 rc=$2 summary ran
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)
+  ran=$(grep -E "^\[==========\] [0-9]+ tests? from .* ran" "$f" | tail -1 | awk '{print $2}')
+  echo "$(basename "$f"): rc=$rc ${summary:-no summary} | tests ran: ${ran:-none}" \
+    "| $(grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]" "$f" | tr '\n' ' ')"
+  grep -B2 -A12 "Failure$\|========= [A-Z][a-z]* .*error\|========= Invalid\|========= Program hit\|Race reported" "$f" | head -20
+  [ "$rc" = 0 ] && [ "${ran:-0}" -gt 0 ] &&
+    echo "$summary" | grep -qE "SUMMARY: 0 (errors|hazards)"
+}
 if has sanitizer; then
   log compute-sanitizer
   CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  declare -A san_pid=()
   for tool in memcheck racecheck synccheck; do
     BATON_CUDA_TEST_SUBMISSIONS=800 timeout 420 "$CS" --tool $tool --error-exitcode 3 \
-      "$B/tests/cuda/baton-cuda-tests" > "$OUT/sanitizer-$tool-cuda.log" 2>&1 &
+      "$B/tests/cuda/baton-cuda-tests" --gtest_filter="-$SANITIZER_API_ERROR_TESTS" \
+      > "$OUT/sanitizer-$tool-cuda.log" 2>&1 &
+    san_pid[$tool-cuda]=$!
     BATON_STRESS_OPS=4000 timeout 420 "$CS" --tool $tool --error-exitcode 3 \
       "$B/tests/baton-conformance" --gtest_filter='*/cuda' > "$OUT/sanitizer-$tool-conformance.log" 2>&1 &
+    san_pid[$tool-conformance]=$!
   done
-  wait
-  for f in "$OUT"/sanitizer-*.log; do
-    echo "$(basename "$f"): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)" \
-      "| $(grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]" "$f" | tr '\n' ' ')"
-    grep -B2 -A12 "Failure$\|========= [A-Z][a-z]* .*error\|========= Invalid\|Race reported" "$f" | head -20
+  declare -A san_rc=()
+  for run in "${!san_pid[@]}"; do
+    wait "${san_pid[$run]}"
+    san_rc[$run]=$?
   done
+  # The tests that fail driver calls on purpose, with those failures not reported.
+  for tool in memcheck racecheck synccheck; do
+    timeout 300 "$CS" --tool $tool --error-exitcode 3 --report-api-errors no \
+      "$B/tests/cuda/baton-cuda-tests" --gtest_filter="$SANITIZER_API_ERROR_TESTS" \
+      > "$OUT/sanitizer-$tool-api-error-tests.log" 2>&1
+    san_rc[$tool-api-error-tests]=$?
+  done
+  sanitizer_failed=0
+  for tool in memcheck racecheck synccheck; do
+    for part in cuda conformance api-error-tests; do
+      sanitizer_verdict "$OUT/sanitizer-$tool-$part.log" "${san_rc[$tool-$part]}" || sanitizer_failed=1
+    done
+  done
+  if [ $sanitizer_failed = 0 ]; then echo "sanitizer PASSED"; else echo "sanitizer FAILED"; status=1; fi
 fi
 # The soak (tests/soak/soak.cpp) on the real driver, with Vulkan interop (Auto: bridged) on the H100:
 # SOAK_SECONDS (600) of load, a sample every minute. With SOAK_DETACH=1 it starts in a session of
@@ -349,3 +408,4 @@ if has full; then
   timeout 400 meson test -C "$B" --print-errorlogs > "$OUT/meson-test.log" 2>&1
   echo "rc=$?"; grep -E "^ *[0-9]+/[0-9]+ |^Ok:|^Fail:|^Skipped:|^Timeout:" "$OUT/meson-test.log"
 fi
+exit $status
