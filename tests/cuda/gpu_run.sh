@@ -164,7 +164,7 @@ mp_run() {  # <name> <limit s> <args...>: returns the harness's exit status
   log "multiprocess: $name"
   timeout "$limit" "${MP[@]}" "$@" "${RANKBIN[@]}" > "$OUT/mp-$name.log" 2>&1
   rc=$?
-  echo "rc=$rc"; grep -E "^(RESULT|kill trials|verdict|FAIL|PASS)|survivors|reasons|death_to_wake|HANG" "$OUT/mp-$name.log" | head -12
+  echo "rc=$rc"; grep -E "^(RESULT|kill trials|verdict|FAIL|PASS)|^(ops|pipeline) |survivors|reasons|death_to_wake|HANG" "$OUT/mp-$name.log" | head -12
   return $rc
 }
 # One GPU: what NCCL refuses with one rank (the float8 average: ncclInvalidArgument from 2.24 on)
@@ -183,6 +183,8 @@ if has onerank; then
   mp_run ops-1rank-hip 120 ops --ranks 1 --backend hip || onerank_failed=1
   grep -h "refused when recorded" "$OUT"/mp-ops-1rank-*.log | cut -c1-160 | head -6
   if [ $onerank_failed = 0 ]; then echo "onerank PASSED"; else echo "onerank FAILED"; status=1; fi
+  (cd "$OUT" && tar czf onerank-logs.tgz collectives-onerank-*.log mp-ops-1rank-*.log &&
+    rm -f collectives-onerank-*.log mp-ops-1rank-*.log)
 fi
 if has multiprocess; then
   mp_run ops-nvlink 120 ops --ranks 2
@@ -306,7 +308,7 @@ sanitizer_verdict() {  # <log> <exit status>: one line; returns 1 unless the run
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$f" | tail -1)
   ran=$(grep -E "^\[==========\] [0-9]+ tests? from .* ran" "$f" | tail -1 | awk '{print $2}')
   echo "$(basename "$f"): rc=$rc ${summary:-no summary} | tests ran: ${ran:-none}" \
-    "| $(grep -E "^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]" "$f" | tr '\n' ' ')"
+    "| $(grep -E "^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?" "$f" | tr '\n' ' ')"
   grep -B2 -A12 "Failure$\|========= [A-Z][a-z]* .*error\|========= Invalid\|========= Program hit\|Race reported" "$f" | head -20
   [ "$rc" = 0 ] && [ "${ran:-0}" -gt 0 ] &&
     echo "$summary" | grep -qE "SUMMARY: 0 (errors|hazards)"
@@ -343,6 +345,7 @@ if has sanitizer; then
     done
   done
   if [ $sanitizer_failed = 0 ]; then echo "sanitizer PASSED"; else echo "sanitizer FAILED"; status=1; fi
+  (cd "$OUT" && tar czf sanitizer-logs.tgz sanitizer-*.log && rm -f sanitizer-*.log)
 fi
 # The soak (tests/soak/soak.cpp) on the real driver, with Vulkan interop (Auto: bridged) on the H100:
 # SOAK_SECONDS (600) of load, a sample every minute. With SOAK_DETACH=1 it starts in a session of
