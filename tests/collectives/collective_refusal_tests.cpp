@@ -192,16 +192,7 @@ TEST_P(CollectiveRefusal, Float8ReductionsOnAGroupWithAGpuBelowSm90) {
   ranks_.clear();
   instance_.reset();
   ASSERT_OK(createInstance(sink_.instanceInfo(), instance_.put()));
-  physicals_.clear();
-  uint32_t count = 0;
-  ASSERT_OK(instance_->enumeratePhysicalDevices(&count, nullptr));
-  std::vector<PhysicalDevice> all(count);
-  ASSERT_OK(instance_->enumeratePhysicalDevices(&count, all.data()));
-  for (PhysicalDevice p : all) {
-    PhysicalDeviceProperties props;
-    ASSERT_OK(p.getProperties(&props));
-    if (props.backend == GetParam()) physicals_.push_back(p);
-  }
+  ASSERT_NO_FATAL_FAILURE(findPhysicals(GetParam()));
   ASSERT_GE(physicals_.size(), 2u);
   PhysicalDeviceProperties second;
   ASSERT_OK(physicals_[1].getProperties(&second));

@@ -63,14 +63,9 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
     for (Rank& r : ranks_) r.communicator.reset();
     progress("TearDown: communicators destroyed");
   }
-  void SetUp() override {
-    ASSERT_OK(createInstance(sink_.instanceInfo(), instance_.put()));
-    const BackendKind kind = GetParam();
-    const bool required = std::getenv("BATON_TEST_REQUIRE_COLLECTIVES") &&
-                          std::string(std::getenv("BATON_TEST_REQUIRE_COLLECTIVES")) == "1" &&
-                          backendRequired(kind);
-    CollectiveSupport support;
-    ASSERT_OK(instance_->getCollectiveSupport(kind, &support));
+  // physicals_: instance_'s physical devices of backend `kind`.
+  void findPhysicals(BackendKind kind) {
+    physicals_.clear();
     uint32_t count = 0;
     ASSERT_OK(instance_->enumeratePhysicalDevices(&count, nullptr));
     std::vector<PhysicalDevice> all(count);
@@ -80,6 +75,16 @@ class CollectiveTest : public ::testing::TestWithParam<BackendKind> {
       ASSERT_OK(p.getProperties(&props));
       if (props.backend == kind) physicals_.push_back(p);
     }
+  }
+  void SetUp() override {
+    ASSERT_OK(createInstance(sink_.instanceInfo(), instance_.put()));
+    const BackendKind kind = GetParam();
+    const bool required = std::getenv("BATON_TEST_REQUIRE_COLLECTIVES") &&
+                          std::string(std::getenv("BATON_TEST_REQUIRE_COLLECTIVES")) == "1" &&
+                          backendRequired(kind);
+    CollectiveSupport support;
+    ASSERT_OK(instance_->getCollectiveSupport(kind, &support));
+    ASSERT_NO_FATAL_FAILURE(findPhysicals(kind));
     std::string absent;
     if (!support.available)
       absent = std::string(backendName(kind)) + " collectives unavailable: " + support.reason;
