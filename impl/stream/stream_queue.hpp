@@ -151,6 +151,11 @@ class StreamQueue final : public core::QueueImpl {
             q_->issued.load(std::memory_order_relaxed) &&
         !light(*sub)) {
       if (!q_->issuer->idle.load(std::memory_order_relaxed)) return false;
+      askStream = true;
+    }
+    if (tInternalThread || tInsideHostFunction || core::CallbackScope::current() != nullptr)
+      return false;
+    if (askStream) {
       // Work that runs dry as fast as it is submitted (no waits, short or no commands) makes every
       // submission of a burst find the issuing thread asleep and the queue dry, and each would
       // pay the whole issue here (the query, the driver calls, the record's hand-over and
@@ -161,10 +166,7 @@ class StreamQueue final : public core::QueueImpl {
       const uint64_t previous = q_->askedStreamNs;
       q_->askedStreamNs = now;
       if (now - previous < kDirectBurstGapNs) return declined(kDirectInBurst);
-      askStream = true;
     }
-    if (tInternalThread || tInsideHostFunction || core::CallbackScope::current() != nullptr)
-      return false;
     // Everything posted was taken by the issuing thread (it counts what it took after taking
     // it); what it took it issues under issueMutex, which is free only when it is done.
     if (q_->taken.load(std::memory_order_acquire) != q_->posted) return declined(kDirectBehind);
