@@ -560,7 +560,8 @@ class Issuer {
     core::failSignals(sub, st.context("issuing a submission on " + q_.label));
   }
 
-  // Fails a submission that has no record (nothing of it is in flight) and counts it done.
+  // Fails a submission that has no record (nothing of it is in flight), lets go of it (`rec` is
+  // left empty) and counts it done.
   // `issuing`: the error arose in issuing it (named so in the reason), rather than in a wait.
   void failUnrecorded(Record& rec, Status st, bool issuing = true) {
     if (!rec.collectives.take()) {
@@ -571,6 +572,14 @@ class Issuer {
       core::failSignals(*rec.submission, st);
     }
     q_.dropRelease(rec.published, rec.hostPublish, st);
+    // Released before it is counted, as the completion thread releases its records: once it is
+    // counted, waitIdle may report the queue idle and its caller destroy what the submission
+    // holds, and Semaphore::destroy reports a semaphore still referenced as in use. The release
+    // can take long: the last reference to a dealloca's buffer frees it with the driver's
+    // synchronous free, which waits for the device's streams (cuMemFree, hipFree). Counted first,
+    // the fault sweep saw the destroy fail after device loss, when this thread fails what it
+    // takes from then on.
+    { Record gone = std::move(rec); }
     q_.submissionsDone(1);
   }
 

@@ -13,14 +13,19 @@
 //     released (the fake driver counts its live allocations, so a leak fails here without a leak
 //     checker too); a deallocaBuffer that returns an error consumed nothing (queue.hpp);
 //   - Semaphore::fail on a semaphore that device loss failed returns ErrorDeviceLost, as
-//     semaphore.hpp documents.
+//     semaphore.hpp documents;
+//   - after device loss, a queue whose waitIdle returned holds no semaphore: the submissions the
+//     issuing thread fails from then on are let go before they count as finished, so that
+//     Semaphore::destroy right after succeeds.
 // Written once for CUDA and HIP (both on impl/stream and the same wrapper), on the backends whose
 // fault hooks are linked in, like the sweep; on the fake driver of tests/cuda with two devices.
 #include <dlfcn.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +34,7 @@
 #include "collectives.hpp"
 #include "fake_cuda.hpp"
 #include "fault_hooks.hpp"
+#include "stream_backend.hpp"
 #include "test_support.hpp"
 
 namespace baton_test {
@@ -119,13 +125,13 @@ class FaultCaseTest : public ::testing::TestWithParam<baton::BackendKind> {
   // An instance with a device of the backend (2 queues) whose threads have all started and made
   // the device's context current: every queue ran a submission to completion, so that a fault
   // injected afterwards fires on the thread the test means, not on a thread still starting.
-  void makeDevice() {
+  void makeDevice(uint32_t queueCount = 2) {
     ASSERT_OK(baton::createInstance(sink_.instanceInfo(), instance_.put()));
     std::vector<baton::PhysicalDevice> devices = gpus(*instance_);
     ASSERT_FALSE(devices.empty());
     ASSERT_OK(devices[0].getProperties(&props_));
     baton::DeviceCreateInfo info;
-    info.queueCount = 2;
+    info.queueCount = queueCount;
     ASSERT_OK(instance_->createDevice(devices[0], info, device_.put()));
     for (uint32_t i = 0; i < info.queueCount; ++i) {
       baton::Queue q;
@@ -430,6 +436,128 @@ TEST_P(FaultCaseTest, FailingASemaphoreThatDeviceLossFailedReturnsDeviceLost) {
   EXPECT_EQ(failureReason(*lost), reason) << "the first failure must win";
   ASSERT_OK(host->fail("first"));
   EXPECT_EQ(host->fail("second"), Result::ErrorSemaphoreFailed);
+}
+
+// ---- what a queue holds once it is idle after device loss ------------------------------------
+
+// A callback that blocks the thread running it (a host call: the stream's driver thread; a native
+// callback: the device's issuing thread) until the test opens it. Opened at the latest when the
+// test ends, so that a failed expectation cannot leave a thread blocked.
+struct Latch {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool entered = false, open = false;
+  void enter() {
+    std::unique_lock<std::mutex> lock(mutex);
+    entered = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return open; });
+  }
+  bool waitEntered() {
+    std::unique_lock<std::mutex> lock(mutex);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered; });
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex);
+    open = true;
+    cv.notify_all();
+  }
+  static Result hostCall(void* user) {
+    static_cast<Latch*>(user)->enter();
+    return Result::Success;
+  }
+  static Result native(const baton::NativeQueue&, void* user) {
+    static_cast<Latch*>(user)->enter();
+    return Result::Success;
+  }
+};
+
+// The device is lost while a deallocaBuffer waits for the issuing thread. That thread then fails
+// the dealloca without enqueueing it, and letting it go frees the buffer synchronously, which
+// (like cuMemFree, hipFree) waits for the device's streams: here a stream held by a host call.
+// The queue must not count the dealloca finished before it has let go of it: a waitIdle that
+// returned, then Semaphore::destroy of the dealloca's signal, must find nothing holding the
+// semaphore. (Counted first, the waitIdle returned while the issuing thread still held the
+// semaphore in the free, and the destroy returned ErrorObjectInUse: the fault sweep's
+// "destroyed while pending work used it" after device loss, under load.)
+TEST_P(FaultCaseTest, AQueueIdleAfterDeviceLossNoLongerHoldsItsSemaphores) {
+  makeDevice(2);
+  if (!(props_.capabilities & baton::kCapabilityStreamOrderedAlloc))
+    GTEST_SKIP() << props_.name << " has no stream-ordered allocation";
+  const char* queryApi = GetParam() == baton::BackendKind::Hip ? "hipEventQuery" : "cuEventQuery";
+  // Every submission goes to the issuing thread, which runs the native callback below.
+  baton::stream::setIssueMode(baton::stream::IssueMode::IssuingThread);
+  Latch stream, issuer;
+  struct Cleanup {
+    Latch &stream, &issuer;
+    ~Cleanup() {
+      stream.release();
+      issuer.release();
+      baton::stream::resetIssueMode();
+    }
+  } cleanup{stream, issuer};
+
+  baton::UniqueSemaphore allocated = semaphore(), pending = semaphore(), freed = semaphore();
+  baton::BufferCreateInfo info;
+  info.size = 4096;
+  baton::Buffer buffer;
+  ASSERT_OK(queues_[0].allocaBuffer({}, info, std::vector<baton::SemaphoreValue>{{*allocated, 1}},
+                                    &buffer));
+  ASSERT_OK(allocated->wait(1, kLongNs));
+  ASSERT_OK(queues_[0].waitIdle(kLongNs));
+
+  // Queue 1: a host call holds its stream (infallible, so that what follows is published as a
+  // recorded signal: `pending`, whose event then stays incomplete), then a native callback holds
+  // the issuing thread.
+  baton::UniqueCommandBuffer hold, block;
+  ASSERT_OK(device_->createCommandBuffer(hold.put()));
+  ASSERT_OK(hold->begin());
+  ASSERT_OK(hold->hostCall(&Latch::hostCall, &stream, baton::kHostCallInfallible));
+  ASSERT_OK(hold->end());
+  ASSERT_OK(device_->createCommandBuffer(block.put()));
+  ASSERT_OK(block->begin());
+  ASSERT_OK(block->native(&Latch::native, &issuer));
+  ASSERT_OK(block->end());
+  ASSERT_OK(submit(queues_[1], {*hold}, {}));
+  ASSERT_OK(submit(queues_[1], {}, {{*pending, 1}}));
+  ASSERT_OK(submit(queues_[1], {*block}, {}));
+  ASSERT_TRUE(issuer.waitEntered()) << "the native callback did not run";
+  ASSERT_TRUE(stream.waitEntered()) << "the host call did not run";
+
+  // The dealloca waits in the issuing thread's ring; the device is lost meanwhile (a sticky error
+  // from the query of `pending`'s event; a completion thread may take the fault first).
+  ASSERT_OK(queues_[0].deallocaBuffer({}, buffer, std::vector<baton::SemaphoreValue>{{*freed, 1}}));
+  ASSERT_TRUE(inject(queryApi, FaultKind::IllegalAddress));
+  uint64_t value = 0;
+  (void)pending->getValue(&value);
+  EXPECT_EQ(pending->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
+  hooks().clear();
+  EXPECT_EQ(freed->wait(1, kLongNs), Result::ErrorDeviceLost) << lastError();
+
+  // The issuing thread goes on: it fails the dealloca, whose free then waits for the host call.
+  issuer.release();
+  std::atomic<bool> idle{false};
+  Result idleResult = Result::Success;
+  std::thread waiter([&] {
+    idleResult = queues_[0].waitIdle(kLongNs);
+    idle = true;
+  });
+  const auto until = Clock::now() + std::chrono::milliseconds(500);
+  while (!idle && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Whenever the queue says it is idle, nothing of its work holds the semaphore any more.
+  Result destroyed = Result::Success;
+  bool destroyedEarly = false;
+  if (idle) {
+    destroyedEarly = true;
+    destroyed = freed.release().destroy();
+  }
+  stream.release();
+  waiter.join();
+  EXPECT_EQ(idleResult, Result::ErrorDeviceLost) << lastError();
+  if (!destroyedEarly) destroyed = freed.release().destroy();
+  EXPECT_EQ(destroyed, Result::Success)
+      << (destroyedEarly ? "destroyed right after waitIdle returned, " : "") << lastError();
+  EXPECT_EQ(queues_[1].waitIdle(kLongNs), Result::ErrorDeviceLost) << lastError();
 }
 
 // ---- collectives captured in graph command buffers -------------------------------------------

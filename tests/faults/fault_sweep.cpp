@@ -28,7 +28,10 @@
 //
 // Knobs (environment): BATON_FAULT_SWEEP_MAX_OCCURRENCES (occurrences swept per entry point,
 // spread over its calls; default 8, 0 = all), BATON_FAULT_SWEEP_RANDOM_RUNS (default 8),
-// BATON_FAULT_SWEEP_VERBOSE=1 (print every run).
+// BATON_FAULT_SWEEP_VERBOSE=1 (print every run), BATON_FAULT_SWEEP_ONLY (run only the pairs whose
+// label contains this text, such as "cuEventSynchronize#0 out of memory", and no random runs) with
+// BATON_FAULT_SWEEP_REPEAT (each such pair that many times, default 1): to chase one pair's
+// failure under load.
 #include <dirent.h>
 
 #include <algorithm>
@@ -648,6 +651,10 @@ TEST_P(FaultSweepTest, EveryDriverCallFailsCleanly) {
   const uint64_t cap = envUint("BATON_FAULT_SWEEP_MAX_OCCURRENCES", 8);
   const uint64_t randomRuns = envUint("BATON_FAULT_SWEEP_RANDOM_RUNS", 8);
   const bool verbose = envUint("BATON_FAULT_SWEEP_VERBOSE", 0) != 0;
+  const char* onlyText = std::getenv("BATON_FAULT_SWEEP_ONLY");
+  const std::string only = onlyText ? onlyText : "";
+  const uint64_t repeat =
+      only.empty() ? 1 : std::max<uint64_t>(1, envUint("BATON_FAULT_SWEEP_REPEAT", 1));
   const auto start = Clock::now();
   Watchdog watchdog;
   h->clear();
@@ -723,32 +730,35 @@ TEST_P(FaultSweepTest, EveryDriverCallFailsCleanly) {
         const auto kind = static_cast<FaultKind>(k);
         Injection inj;
         inj.label = std::string(c.api) + "#" + std::to_string(occurrence) + " " + kFaultNames[k];
-        inj.api = c.api;
-        inj.error = h->errorName[k];
-        inj.sticky = kind == FaultKind::IllegalAddress;
-        h->clear();
-        ASSERT_TRUE(h->inject(c.api, kind, occurrence, releases(c.api))) << inj.label;
-        Outcome run = runOnce(inj);
-        const uint64_t fired = h->fired();
-        h->clear();
-        if (fired == 0) {
-          // The call counts of polling entry points depend on timing: not reached this time.
-          ++notReached;
-          run.problems.clear();  // any problem then is not the fault's
-        } else {
-          ++injected;
-          ++firedPerApi[c.api];
+        if (!only.empty() && inj.label.find(only) == std::string::npos) continue;
+        for (uint64_t time = 0; time < repeat; ++time) {
+          inj.api = c.api;
+          inj.error = h->errorName[k];
+          inj.sticky = kind == FaultKind::IllegalAddress;
+          h->clear();
+          ASSERT_TRUE(h->inject(c.api, kind, occurrence, releases(c.api))) << inj.label;
+          Outcome run = runOnce(inj);
+          const uint64_t fired = h->fired();
+          h->clear();
+          if (fired == 0) {
+            // The call counts of polling entry points depend on timing: not reached this time.
+            ++notReached;
+            run.problems.clear();  // any problem then is not the fault's
+          } else {
+            ++injected;
+            ++firedPerApi[c.api];
+          }
+          if (verbose)
+            std::printf("  %s: %s, %zu problems\n", inj.label.c_str(),
+                        fired ? "fired" : "not reached", run.problems.size());
+          check(inj, run);
         }
-        if (verbose)
-          std::printf("  %s: %s, %zu problems\n", inj.label.c_str(),
-                      fired ? "fired" : "not reached", run.problems.size());
-        check(inj, run);
       }
     }
   }
 
   // Seeded random faults: several calls of any entry point fail in one run.
-  for (uint64_t seed = 1; seed <= randomRuns; ++seed) {
+  for (uint64_t seed = 1; only.empty() && seed <= randomRuns; ++seed) {
     Injection inj;
     inj.label = "random faults, seed " + std::to_string(seed);
     inj.any = true;
@@ -778,7 +788,7 @@ TEST_P(FaultSweepTest, EveryDriverCallFailsCleanly) {
   // An entry point whose every swept call depends on timing (a synchronize the completion thread
   // makes only when it finds work pending) may be reached in no faulted run: named, not failed.
   for (const baton::stream::CallCount& c : calls)
-    if (!firedPerApi.count(c.api))
+    if (only.empty() && !firedPerApi.count(c.api))
       std::printf("%s: %s (x%llu while recording) was not reached in a faulted run\n", backend,
                   c.api, static_cast<unsigned long long>(c.calls));
   EXPECT_EQ(hangs, 0u);
