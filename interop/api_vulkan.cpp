@@ -5,7 +5,7 @@
 // device's backend imports OPAQUE_FD handles (DeviceImpl::importsTimelineFd / importsMemoryFd: the
 // CUDA backend):
 //   - semaphores: the fd (given, or exported here with vkGetSemaphoreFdKHR) is imported into the
-//     device; the VulkanMirror holds the import (SemaphoreMirror::external). That device's queues
+//     device; the VulkanMirror holds the import (ExternalTimeline::onDevice). That device's queues
 //     signal it in stream order next to their event record, and wait for it GPU-side for values
 //     nothing recorded covers yet (the scheduler, Queue::waitExternally), so Vulkan -> CUDA and
 //     CUDA -> Vulkan edges involve no host. Everything else stays as in bridged mode: values
@@ -177,7 +177,7 @@ Status findOptionalDevice(Device handle, const core::Instance* instance, Ref<cor
 // Native semaphore import into `device`: the caller's fd, or one exported here (closed again if
 // the import fails). On success *fdTaken says whether the caller's fd went to the driver.
 Status importTimeline(const VulkanFunctions& fns, const VulkanSemaphoreImportInfo& info,
-                      core::Device& device, Ref<core::ExternalSemaphore>* out, bool* fdTaken) {
+                      core::Device& device, Ref<core::DeviceTimeline>* out, bool* fdTaken) {
   *fdTaken = false;
   int fd = info.fd;
   if (fd < 0) {
@@ -267,7 +267,7 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   VkResult r = fns.getSemaphoreCounterValue(info.vulkan.device, info.semaphore, &initial);
   if (r != VK_SUCCESS)
     return interop::vkFailure("vkGetSemaphoreCounterValue (reading the value to import)", r);
-  Ref<core::ExternalSemaphore> external;
+  Ref<core::DeviceTimeline> external;
   bool fdTaken = false;  // the driver owns info.fd now
   if (choice.mode == InteropMode::Native) {
     Status imported = importTimeline(fns, info, *device, &external, &fdTaken);
@@ -287,7 +287,7 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   Ref<VulkanMirror> mirror =
       makeRef<VulkanMirror>(fns, info.vulkan.device, info.semaphore, info.failurePolicy,
                             choice.mode, choice.reason, initial, std::move(external));
-  s->setMirror(mirror);
+  s->addExternal(mirror);
   BATON_TRY(mirror->attach(s.get()));
   uint64_t h = HandleTable::get().insert(s, ObjectType::Semaphore);
   if (!h) {
@@ -476,7 +476,8 @@ Result getVulkanSemaphoreInterop(Semaphore semaphore, VulkanInteropInfo* info) n
     owner = s->instance();
     BATON_NULL_CHECK(info, "info output pointer");
     *info = VulkanInteropInfo();
-    auto* m = dynamic_cast<VulkanMirror*>(s->mirror());
+    // Only VulkanMirror is of kind Vulkan.
+    auto* m = static_cast<VulkanMirror*>(s->external(core::ExternalTimeline::Kind::Vulkan));
     if (!m)
       return error(Result::ErrorInvalidArgument, "semaphore '%s' was not imported from Vulkan",
                    s->name().c_str());

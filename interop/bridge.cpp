@@ -35,7 +35,7 @@ std::set<std::pair<VkDevice, VkSemaphore>>& imported() {
 
 VulkanMirror::VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
                            VulkanFailurePolicy policy, InteropMode mode, std::string reason,
-                           uint64_t initialValue, core::Ref<core::ExternalSemaphore> external)
+                           uint64_t initialValue, core::Ref<core::DeviceTimeline> external)
     : fns_(fns),
       device_(device),
       vkSemaphore_(semaphore),

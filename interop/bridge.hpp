@@ -1,7 +1,7 @@
 // Bridged mode (docs/architecture.md, 'Vulkan interop: native and bridged'): a Vulkan timeline
 // semaphore and a baton semaphore kept on one timeline by the host.
 //
-//   baton -> Vulkan  VulkanMirror::onReached, a core hook (SemaphoreMirror) that runs on the
+//   baton -> Vulkan  VulkanMirror::onReached, a core hook (ExternalTimeline) that runs on the
 //                    thread that raised the baton value (a host signal, a host queue's worker, a
 //                    backend's completion thread), calls vkSignalSemaphore there: no thread
 //                    hand-off on the path.
@@ -9,7 +9,7 @@
 //                    of its one semaphore and reaches what it reads in baton
 //                    (Semaphore::reach, which releases held submissions on that thread).
 //                    Bridged, it watches only while something in baton waits on the semaphore
-//                    (a host wait asleep, a held submission: SemaphoreMirror::onWaitLinked) and
+//                    (a host wait asleep, a held submission: ExternalTimeline::onWaitLinked) and
 //                    sleeps otherwise; reads that must not lag (getValue, a poll, a host
 //                    signal's check) read the Vulkan counter themselves (refresh). On the NVIDIA
 //                    driver vkWaitSemaphores uses CPU while it waits (bench/interop: ~10% of a
@@ -51,13 +51,13 @@ namespace baton::interop {
 // The longest one vkWaitSemaphores of a watcher lasts; see above.
 constexpr uint64_t kWatchTimeoutNs = 10'000'000;
 
-class VulkanMirror final : public core::SemaphoreMirror {
+class VulkanMirror final : public core::ExternalTimeline {
  public:
   // `external`: in native mode, the VkSemaphore as imported into a baton device, whose queues
   // then signal and wait for it GPU-side; null in bridged mode.
   VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
                VulkanFailurePolicy policy, InteropMode mode, std::string reason,
-               uint64_t initialValue, core::Ref<core::ExternalSemaphore> external = {});
+               uint64_t initialValue, core::Ref<core::DeviceTimeline> external = {});
   ~VulkanMirror() override;
 
   // Starts forwarding and watching. `semaphore` is the baton semaphore this mirrors; it must
@@ -65,14 +65,15 @@ class VulkanMirror final : public core::SemaphoreMirror {
   // imported, ErrorOutOfHostMemory when no thread can be started.
   core::Status attach(core::Semaphore* semaphore);
 
-  // core::SemaphoreMirror
+  // core::ExternalTimeline
+  Kind kind() const noexcept override { return Kind::Vulkan; }
   void onReached(core::Semaphore& semaphore, uint64_t value) override;
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
   void onDeviceSignal(uint64_t value) override;
   void onWaitLinked() override;
   void refresh(core::Semaphore& semaphore) override;
-  core::ExternalSemaphore* external(uint64_t deviceHandle) const noexcept override {
+  core::DeviceTimeline* onDevice(uint64_t deviceHandle) noexcept override {
     return external_ && external_->deviceHandle() == deviceHandle ? external_.get() : nullptr;
   }
 
@@ -99,7 +100,7 @@ class VulkanMirror final : public core::SemaphoreMirror {
   const VulkanFailurePolicy policy_;
   const InteropMode mode_;
   const std::string reason_;
-  const core::Ref<core::ExternalSemaphore> external_;
+  const core::Ref<core::DeviceTimeline> external_;
 
   std::mutex mutex_;  // serialises forwarding; guards the fields below
   bool attached_ = false;

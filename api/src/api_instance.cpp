@@ -106,7 +106,7 @@ Result Instance::destroy() const noexcept {
           if (s->hasWaiters())
             s->fail(Result::ErrorSemaphoreFailed,
                     "its instance was destroyed while it was waited on");
-          s->detachMirror();
+          s->detachExternals();
         }
       }
     }

@@ -49,13 +49,13 @@ Result Semaphore::destroy() const noexcept {
       std::this_thread::yield();
     if (s->hasWaiters() || s->refCount() > 1) {
       s->fail(Result::ErrorSemaphoreFailed, "destroyed while pending work used it");
-      s->detachMirror();  // after fail(), so that an interop counterpart hears of the failure
+      s->detachExternals();  // after fail(), so that an interop counterpart hears of the failure
       return error(Result::ErrorObjectInUse,
                    "semaphore '%s' destroyed while pending work used it; it was failed so that "
                    "its waiters return",
                    s->name().c_str());
     }
-    s->detachMirror();
+    s->detachExternals();
     return Status();
   });
 }

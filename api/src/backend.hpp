@@ -41,7 +41,6 @@ class Device;
 class Queue;
 class Buffer;
 class CommandList;
-class ExternalSemaphore;
 
 // Memory a backend allocated for a Buffer.
 struct Allocation {
@@ -238,9 +237,9 @@ struct Submission : Recycled<Submission> {
     Ref<Semaphore> semaphore;
     uint64_t value;
     Ref<Timepoint> timepoint;  // set by the scheduler when a recorded signal covers the wait
-    // Set by the scheduler instead when nothing covers the wait yet but the semaphore is an
-    // external one this queue's device imported natively: the backend waits for it GPU-side.
-    ExternalSemaphore* external = nullptr;  // kept alive by `semaphore` (its mirror)
+    // Set by the scheduler instead when nothing covers the wait yet but the semaphore has an
+    // external counterpart this queue's device waits for GPU-side (Semaphore::deviceTimeline).
+    DeviceTimeline* external = nullptr;  // kept alive by `semaphore` (its counterpart)
   };
   struct Signal {
     Ref<Semaphore> semaphore;
@@ -263,22 +262,6 @@ void failSignals(Submission& sub, const Status& why);
 // hop and the root cause only, so that messages stay bounded along chains; carries `code`
 // (ErrorSemaphoreFailed or ErrorDeviceLost).
 Status failedWait(const std::string& queueLabel, const Submission::Wait& w, Result code);
-
-// Native interop (interop/; docs/architecture.md, 'Vulkan interop: native and bridged'): an OS
-// semaphore that a backend imported into one device, which that device's queues wait for and signal
-// in stream order. Owned through Refs by the semaphore's mirror (SemaphoreMirror::external); queues
-// only borrow it, through the Ref<Semaphore> their submissions hold. The backend's implementation
-// releases the driver object when the last reference goes, which is after every submission that
-// used it has finished.
-class ExternalSemaphore : public Object {
- public:
-  explicit ExternalSemaphore(uint64_t deviceHandle) : deviceHandle_(deviceHandle) {}
-  // The handle of the core Device it was imported into (handles are never reused, pointers are).
-  uint64_t deviceHandle() const noexcept { return deviceHandle_; }
-
- private:
-  uint64_t deviceHandle_;
-};
 
 // What DeviceImpl::importMemoryFd maps.
 struct MemoryFdImport {
@@ -387,7 +370,7 @@ class DeviceImpl {
   virtual bool importsMemoryFd() const { return false; }
   // Imports a timeline semaphore's OPAQUE_FD. The backend owns `fd` after success; on failure
   // the caller still does.
-  virtual Status importTimelineFd(int fd, uint64_t deviceHandle, Ref<ExternalSemaphore>* out) {
+  virtual Status importTimelineFd(int fd, uint64_t deviceHandle, Ref<DeviceTimeline>* out) {
     (void)fd, (void)deviceHandle, (void)out;
     return Status(Result::ErrorNotSupported, "this backend imports no external semaphores");
   }

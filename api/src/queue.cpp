@@ -24,13 +24,13 @@ Queue::~Queue() {
 }
 
 bool Queue::waitExternally(Submission::Wait& w) const {
-  // A semaphore imported natively into this queue's device: whoever signals the value (Vulkan,
-  // a queue of this device in stream order, or baton forwarding a host-side signal to Vulkan)
-  // signals the OS semaphore, so the backend can wait for it GPU-side now (docs/architecture.md,
-  // 'Vulkan interop: native and bridged').
-  SemaphoreMirror* mirror = w.semaphore->mirror();
-  if (!mirror) return false;
-  w.external = mirror->external(device_->handle);
+  // A semaphore with an external counterpart this queue's device waits for GPU-side (a Vulkan
+  // timeline imported natively, a timeline shared with other processes): whoever signals the value
+  // (the other API or process, a queue of this device in stream order, or baton forwarding a
+  // host-side signal) signals the counterpart, so the backend can wait for it GPU-side now
+  // (docs/architecture.md, 'External timelines').
+  if (!w.semaphore->hasExternals()) return false;
+  w.external = w.semaphore->deviceTimeline(device_->handle);
   return w.external != nullptr;
 }
 

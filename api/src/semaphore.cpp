@@ -45,7 +45,8 @@ Semaphore::~Semaphore() {
 }
 
 uint64_t Semaphore::value(bool refresh) {
-  if (refresh && mirror_) mirror_->refresh(*this);
+  if (refresh)
+    for (const Ref<ExternalTimeline>& x : externals_) x->refresh(*this);
   if (refresh && hasTimepoints_.load(std::memory_order_acquire)) {
     // Query recorded signals outside the lock (driver calls), then publish what completed.
     std::vector<Pending> pending;
@@ -58,7 +59,7 @@ uint64_t Semaphore::value(bool refresh) {
     for (const Pending& p : pending) {
       Status s = p.timepoint->query();
       if (s.ok()) {
-        if (p.value > completed) forward = !p.timepoint->forwardsMirrors();
+        if (p.value > completed) forward = !p.timepoint->forwardsExternals();
         completed = std::max(completed, p.value);
       } else if (s.isError() && s.code() != Result::ErrorSemaphoreFailed) {
         p.timepoint->device()->markLost(s.message());
@@ -88,8 +89,8 @@ std::string Semaphore::failureReason() {
 
 Status Semaphore::signal(uint64_t v) {
   const uint64_t traceBegin = trace::on() ? nowNs() : 0;
-  // The check below must see what the counterpart reached (a mirror may observe it lazily).
-  if (mirror_) mirror_->refresh(*this);
+  // The check below must see what the counterparts reached (they may observe it lazily).
+  for (const Ref<ExternalTimeline>& x : externals_) x->refresh(*this);
   Notifier::Scope scope;
   {
     std::lock_guard<Mutex> lock(mutex_);
@@ -108,7 +109,7 @@ Status Semaphore::signal(uint64_t v) {
     notifyLocked(SemaphoreEvent::Reached, nullptr);
   }
   if (traceBegin) trace::hostSignal(*this, v, traceBegin);
-  if (mirror_) mirror_->onReached(*this, v);
+  for (const Ref<ExternalTimeline>& x : externals_) x->onReached(*this, v);
   return Status();
 }
 
@@ -124,13 +125,14 @@ void Semaphore::reach(uint64_t v, bool forward) {
       trace::reached(*this, v);
       dropReachedLocked(v);
       if (waiters_) notifyLocked(SemaphoreEvent::Reached, nullptr);  // the call only when needed
-    } else if (!mirror_ || !forward) {
+    } else if (externals_.empty() || !forward) {
       return;
     }
   }
   // Also when this call did not raise it: a host waiter may have raised it without forwarding
   // (see reach's comment), leaving that to this call.
-  if (mirror_ && forward) mirror_->onReached(*this, v);
+  if (forward)
+    for (const Ref<ExternalTimeline>& x : externals_) x->onReached(*this, v);
 }
 
 bool Semaphore::fail(Result code, const std::string& reason, const std::string& root) {
@@ -147,7 +149,7 @@ bool Semaphore::fail(Result code, const std::string& reason, const std::string& 
     notifyLocked(SemaphoreEvent::Failed, nullptr);
   }
   trace::semaphoreFailed(*this, code, reason);
-  if (mirror_) mirror_->onFailed(*this);
+  for (const Ref<ExternalTimeline>& x : externals_) x->onFailed(*this);
   return true;
 }
 
@@ -257,7 +259,7 @@ bool Semaphore::link(WaitNode& node) {
   if (waiters_) waiters_->prev = &node;
   waiters_ = &node;
   node.linkedTo.store(this, std::memory_order_release);
-  if (mirror_) mirror_->onWaitLinked();
+  for (const Ref<ExternalTimeline>& x : externals_) x->onWaitLinked();
   return true;
 }
 
@@ -362,7 +364,7 @@ Status waitUntraced(std::vector<HostWaitEntry>& entries, WaitMode mode, Deadline
       Status s = st.timepoint->wait(deadline);
       if (s.ok()) {
         entries[coveredIndex.front()].semaphore->reach(st.timepointValue,
-                                                       !st.timepoint->forwardsMirrors());
+                                                       !st.timepoint->forwardsExternals());
       } else if (s.code() == Result::Timeout) {
         return s;
       } else if (s.code() != Result::ErrorSemaphoreFailed) {  // that one: the loop sees it

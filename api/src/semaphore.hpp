@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "baton/fwd.hpp"
+#include "external_timeline.hpp"
 #include "head_vector.hpp"
 #include "mutex.hpp"
 #include "object.hpp"
@@ -26,42 +27,9 @@ namespace baton::core {
 
 class Instance;
 class Semaphore;
-class ExternalSemaphore;
 struct WaitNode;
 
 enum class SemaphoreEvent { Reached, Failed, TimepointAdded };
-
-// An external counterpart of a semaphore: a Vulkan timeline in bridged mode (interop/). It is
-// told of every value rise and of the failure, on the thread that caused the change, after the
-// semaphore's lock is released (so that it may call its driver), and forwards them. Device
-// signals arrive as rises too: backends reach() values when they observe completion. Attached
-// once, before the semaphore's handle is published; detach() is called while the handle is
-// destroyed, after which the counterpart must not touch its external object or this semaphore.
-class SemaphoreMirror : public Object {
- public:
-  virtual void onReached(Semaphore& semaphore, uint64_t value) = 0;
-  virtual void onFailed(Semaphore& semaphore) = 0;
-  virtual void detach() = 0;
-  // Native mode: the counterpart as imported into the device with handle `deviceHandle`, whose
-  // queues then signal it and wait for it GPU-side; null for other devices and in bridged mode.
-  // Immutable once the handle is published; thread safe.
-  virtual ExternalSemaphore* external(uint64_t deviceHandle) const noexcept {
-    (void)deviceHandle;
-    return nullptr;
-  }
-  // A queue enqueued a GPU-side signal of `value` on external(): the counterpart will have the
-  // value without forwarding when it is reached. Called on the issuing thread, before the
-  // signal's timepoint is added.
-  virtual void onDeviceSignal(uint64_t value) { (void)value; }
-  // A waiter (a host wait about to sleep, a held submission) linked on the semaphore for a value
-  // above its current one: a counterpart that observes its side only on demand starts now.
-  // Called under the semaphore's lock: must not call the semaphore, and should be cheap.
-  virtual void onWaitLinked() {}
-  // Brings the semaphore up to the counterpart's value (Semaphore::reach with what the other side
-  // reached), for reads that must not lag: Semaphore::value(refresh = true), a host signal's
-  // check that it raises the value. Called with no lock held.
-  virtual void refresh(Semaphore& semaphore) { (void)semaphore; }
-};
 
 // Something waiting on semaphores: a host waiter, or a queue whose head submission is held.
 class Waiter {
@@ -114,10 +82,10 @@ class alignas(64) Semaphore : public Object {
   // A queue's signal executed (or a timepoint observed complete): raises the value to at least
   // `value`; a value not above the current one changes nothing (signals of different queues may
   // complete out of value order), nor does any value once the semaphore failed. `forward`: the
-  // mirror (a bridged Vulkan semaphore) is told of the value on this thread, whether or not this
-  // call raised it (the mirror skips what it forwarded already). A host thread that saw a
+  // external counterparts are told of the value on this thread, whether or not this call raised
+  // it (a counterpart skips what it forwarded already). A host thread that saw a
   // timepoint complete passes false when the timepoint's backend reaches the value itself and
-  // forwards it promptly (Timepoint::forwardsMirrors), so that it returns without making the
+  // forwards it promptly (Timepoint::forwardsExternals), so that it returns without making the
   // Vulkan calls (about 12 µs on the NVIDIA driver).
   void reach(uint64_t value, bool forward = true);
   // Fails the semaphore with code (ErrorSemaphoreFailed or ErrorDeviceLost) and reason; returns
@@ -162,12 +130,36 @@ class alignas(64) Semaphore : public Object {
   // The reason this semaphore failed with (what Semaphore::getFailureReason reports), or "".
   std::string failureReason();
 
-  // The external counterpart (interop), or null. setMirror only before the handle is published.
-  void setMirror(Ref<SemaphoreMirror> mirror) { mirror_ = std::move(mirror); }
-  SemaphoreMirror* mirror() const noexcept { return mirror_.get(); }
-  // The handle is being destroyed: the counterpart stops forwarding (SemaphoreMirror::detach).
-  void detachMirror() {
-    if (mirror_) mirror_->detach();
+  // The external counterparts (external_timeline.hpp): a Vulkan timeline, a timeline shared with
+  // other processes. addExternal only before the handle is published; the list is immutable
+  // after, so readers take no lock.
+  void addExternal(Ref<ExternalTimeline> external) { externals_.push_back(std::move(external)); }
+  bool hasExternals() const noexcept { return !externals_.empty(); }
+  const std::vector<Ref<ExternalTimeline>>& externals() const noexcept { return externals_; }
+  // The counterpart of `kind`, or null.
+  ExternalTimeline* external(ExternalTimeline::Kind kind) const noexcept {
+    for (const Ref<ExternalTimeline>& x : externals_)
+      if (x->kind() == kind) return x.get();
+    return nullptr;
+  }
+  // The primitive through which queues of the device with handle `deviceHandle` wait for this
+  // semaphore GPU-side: the first counterpart that has one on that device, or null.
+  DeviceTimeline* deviceTimeline(uint64_t deviceHandle) const noexcept {
+    for (const Ref<ExternalTimeline>& x : externals_)
+      if (DeviceTimeline* t = x->onDevice(deviceHandle)) return t;
+    return nullptr;
+  }
+  // Whether a counterpart hears of this semaphore's values only from the host (it has no
+  // primitive on the device with handle `deviceHandle`): a queue of that device signalling the
+  // semaphore must then reach the values promptly, for that counterpart's sake.
+  bool forwardedFromHost(uint64_t deviceHandle) const noexcept {
+    for (const Ref<ExternalTimeline>& x : externals_)
+      if (!x->onDevice(deviceHandle)) return true;
+    return false;
+  }
+  // The handle is being destroyed: the counterparts stop forwarding (ExternalTimeline::detach).
+  void detachExternals() {
+    for (const Ref<ExternalTimeline>& x : externals_) x->detach();
   }
 
  private:
@@ -196,7 +188,7 @@ class alignas(64) Semaphore : public Object {
   Ref<Instance> instance_;
   uint64_t handle_ = 0;
   std::string name_;
-  Ref<SemaphoreMirror> mirror_;  // immutable once the handle is published
+  std::vector<Ref<ExternalTimeline>> externals_;  // immutable once the handle is published
   // hostPublishedSpinNs: written by host waiters on host-published values only, so on a line of
   // its own rather than among the fields every signal writes.
   alignas(64) SpinBudget hostPublishedSpin_;

@@ -46,7 +46,7 @@ class Timepoint : public Object {
   // it signals on semaphores with a mirror (a bridged Vulkan semaphore), so that the mirror is
   // told of them without a host thread that saw the completion first (Semaphore::reach's
   // `forward`). The default, false, makes that thread forward them. Thread safe.
-  virtual bool forwardsMirrors() const { return false; }
+  virtual bool forwardsExternals() const { return false; }
 
  private:
   Ref<Device> device_;  // keeps the backend device (its event pool) alive

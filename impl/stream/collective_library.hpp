@@ -1,4 +1,4 @@
-// The collective library of a stream backend (docs/architecture.md, 'Collectives and the watch'):
+// The collective library of a stream backend (docs/architecture.md, 'Collectives and the watchdog'):
 // NCCL for CUDA, RCCL for HIP — the same API and symbol names — loaded at run time like the
 // drivers, so that libbaton never links it and a machine without it runs everything else.
 //

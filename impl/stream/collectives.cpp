@@ -19,6 +19,7 @@
 #include "notifier.hpp"
 #include "report.hpp"
 #include "trace.hpp"
+#include "watchdog.hpp"
 
 namespace baton::stream {
 namespace {
@@ -30,7 +31,7 @@ using core::Status;
 std::atomic<bool> gRevokeDisabled{false};
 std::atomic<bool> gInProcessGraphCaptureAllowed{false};
 
-// How often the watch looks at the communicators with collectives in flight. Over sockets NCCL
+// How often the watchdog looks at the communicators with collectives in flight. Over sockets NCCL
 // reports a dead peer within about a millisecond (docs/performance.md, 'Measurements behind design
 // choices'), so a short period keeps the death-to-wake time close to the library's own; a look is
 // one ncclCommGetAsyncError and one or two event queries.
@@ -277,28 +278,10 @@ struct Ticket : core::Object {
   Ref<CollectiveClaim> claim;
   void* start = nullptr;
   void* end = nullptr;
-  uint64_t startedNs = 0;  // when the watch first saw `start` complete; 0 before
+  uint64_t startedNs = 0;  // when the watchdog first saw `start` complete; 0 before
 };
 
 class StreamCommunicator;
-
-// The watch: one thread per process, started with the first collective, looking every
-// kWatchPeriodNs at each communicator that has tickets (StreamCommunicator::check).
-class Watch {
- public:
-  static Watch& get() {
-    static Watch* watch = new Watch;  // never destroyed: its thread may run until exit
-    return *watch;
-  }
-  void add(Ref<StreamCommunicator> comm);
-
- private:
-  void run();
-  std::mutex mutex_;
-  std::condition_variable work_;
-  std::vector<Ref<StreamCommunicator>> active_;
-  bool started_ = false;
-};
 
 class StreamCommunicator final : public core::CommunicatorImpl {
  public:
@@ -401,7 +384,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   }
 
   // Also releases its events and its reference to the device, here, on the thread that destroys
-  // the communicator (the handle's, or the device's shutdown): the watch may hold the object
+  // the communicator (the handle's, or the device's shutdown): the watchdog may hold the object
   // longer, and must not be the thread that drops a device's last reference (its destruction
   // joins threads and releases the context; ThreadSanitizer saw the emulated driver's streams
   // freed there without order against their workers).
@@ -464,7 +447,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     return ncclStatus(lib, BATON_NCCL(lib, ncclCommDestroy, calls), "ncclCommDestroy");
   }
 
-  // Whether the stretches handed to the watch completed by `deadlineNs` (polls their events).
+  // Whether the stretches handed to the watchdog completed by `deadlineNs` (polls their events).
   bool collectivesDone(uint64_t deadlineNs) {
     for (;;) {
       {
@@ -597,7 +580,7 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     for (const Ref<CapturedExec>& e : all) e->drop(label + " " + why);
   }
 
-  // Hands a ticket to the watch.
+  // Hands a ticket to the watchdog.
   void addTicket(Ref<Ticket> ticket) {
     bool wake = false;
     {
@@ -605,7 +588,11 @@ class StreamCommunicator final : public core::CommunicatorImpl {
       tickets_.push_back(std::move(ticket));
       if (!watched_) wake = watched_ = true;
     }
-    if (wake) Watch::get().add(Ref<StreamCommunicator>(this));
+    // The watchdog looks every kWatchPeriodNs at a communicator that has tickets (check()).
+    if (wake)
+      core::Watchdog::watch(
+          [comm = Ref<StreamCommunicator>(this)](uint64_t now) { return comm->check(now); },
+          kWatchPeriodNs);
   }
 
   // Fails the communicator (once): its in-flight submissions' signals fail with the reason, then
@@ -616,10 +603,10 @@ class StreamCommunicator final : public core::CommunicatorImpl {
     endStuck();
   }
 
-  // ---- the watch's side ----
+  // ---- the watchdog's side ----
 
   // One look: retires completed tickets, times the oldest started one, asks the library for an
-  // asynchronous error. Returns false when nothing is left to watch (the watch then drops it).
+  // asynchronous error. Returns false when nothing is left to watch (the watchdog then drops it).
   bool check(uint64_t now) {
     bool stalled = false;
     {
@@ -819,43 +806,11 @@ class StreamCommunicator final : public core::CommunicatorImpl {
   std::mutex watchMutex_;
   std::deque<Ref<Ticket>> tickets_;  // in stream order (watchMutex_)
   std::vector<void*> freeEvents_;    // watchMutex_
-  bool watched_ = false;             // in the watch's list (watchMutex_)
+  bool watched_ = false;             // in the watchdog's list (watchMutex_)
   void* captureStream_ = nullptr;    // call
   std::mutex capturedMutex_;
   std::vector<Ref<CapturedExec>> captured_;  // capturedMutex_
 };
-
-void Watch::add(Ref<StreamCommunicator> comm) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  active_.push_back(std::move(comm));
-  if (!started_) {
-    started_ = true;
-    std::thread t([this] { run(); });
-    pthread_setname_np(t.native_handle(), "baton-watch");  // for profilers, the trace
-    t.detach();
-  }
-  work_.notify_one();
-}
-
-void Watch::run() {
-  std::vector<Ref<StreamCommunicator>> looking;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      work_.wait(lock, [&] { return !active_.empty(); });
-      looking = active_;
-    }
-    const uint64_t now = core::nowNs();
-    for (Ref<StreamCommunicator>& c : looking) {
-      if (c->check(now)) continue;
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = std::find(active_.begin(), active_.end(), c);
-      if (it != active_.end()) active_.erase(it);
-    }
-    looking.clear();  // the last references may go here, outside mutex_
-    std::this_thread::sleep_for(std::chrono::nanoseconds(kWatchPeriodNs));
-  }
-}
 
 // A group of calls on blocking communicators, run by a Caller.
 struct GroupJob {
@@ -1351,9 +1306,9 @@ class Session {
   }
 
   // After what was enqueued between begin() and here (`st`: how that went): records each
-  // communicator's second event and hands the tickets to the watch; on a failure instead releases
-  // the events (what was enqueued may still run: the driver frees an event whose record is pending
-  // once it completed) and, with the locks let go, fails the broken communicators.
+  // communicator's second event and hands the tickets to the watchdog; on a failure instead
+  // releases the events (what was enqueued may still run: the driver frees an event whose record is
+  // pending once it completed) and, with the locks let go, fails the broken communicators.
   Status finish(const DriverTable& d, void* stream, Status st) {
     if (st.ok())
       for (size_t i = 0; i < tickets_.size(); ++i) {
@@ -1401,7 +1356,7 @@ Status enqueueCollectives(const core::Command* commands, size_t count, const Dri
                           uint64_t traceId) {
   Session s(commands, count);
   BATON_TRY(s.check());
-  // Events around the group, per communicator: the watch times each one's stretch.
+  // Events around the group, per communicator: the watchdog times each one's stretch.
   BATON_TRY(s.begin(d, stream, claim));
   Status st = s.call(commands, count, d, stream, queueLabel, traceId);
   if (st.ok()) Session::trace(commands, count, traceId);

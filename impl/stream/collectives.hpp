@@ -1,6 +1,7 @@
 // The collective engine of the stream backends (baton/communicator.hpp; docs/architecture.md,
-// 'Collectives and the watch'): communicators made with NCCL or RCCL, collective commands enqueued
-// on a queue's stream, and the watch that turns a library error or a stall into failed semaphores.
+// 'Collectives and the watchdog'): communicators made with NCCL or RCCL, collective commands
+// enqueued on a queue's stream, and the watchdog that turns a library error or a stall into failed
+// semaphores.
 //
 // How a submission with collectives runs (Issuer, Completion):
 //   - its signals are published by the completion thread once its work completed (as with host
@@ -12,7 +13,7 @@
 //     ranks in one process, a thread that issued rank 0's first collective could wait in the
 //     library's connection set-up for rank 1's, which that same thread would issue next), with an
 //     event recorded before and after it on the stream for each of its communicators (a Ticket:
-//     the watch measures progress between them);
+//     the watchdog measures progress between them);
 //   - the calls go to a blocking library communicator split from the non-blocking one at creation
 //     (NCCL runs a non-blocking group from a thread it creates for it, which costs tens of µs
 //     more per group: docs/performance.md, 'collectives_bench: collectives (NCCL)'), made by the
@@ -21,8 +22,8 @@
 //     comes holds neither the device's queues nor the application;
 //     BATON_NCCL_BLOCKING_CALLS=0 keeps every call on the non-blocking communicator;
 //   - a CollectiveClaim decides its signals: the record's owner takes it before publishing or
-//     failing them; the watch, on a failure, fails them first unless the owner took it.
-// The watch (one thread per process, while collectives are in flight) polls each communicator
+//     failing them; the watchdog, on a failure, fails them first unless the owner took it.
+// The watchdog (one thread per process, while collectives are in flight) polls each communicator
 // with tickets: ncclCommGetAsyncError, and whether its oldest started collective made progress
 // within the communicator's timeout. On an error or a stall the communicator fails: its tickets'
 // claims fail their submissions' signals (with a reason naming the communicator, the rank and the
@@ -73,12 +74,12 @@ core::Status createCommunicators(const std::vector<CollectiveDevice>& devices,
                                  std::vector<Ref<core::CommunicatorImpl>>* out);
 
 // Who decides the signals of a submission with collectives: its record's owner (the issuing
-// thread, the completion thread, a retiring submitting thread) or the watch. Thread safe.
+// thread, the completion thread, a retiring submitting thread) or the watchdog. Thread safe.
 class CollectiveClaim : public core::Object {
  public:
   explicit CollectiveClaim(core::Submission* submission) : submission_(submission) {}
   // The owner, before it reaches or fails the signals, and before the submission is destroyed:
-  // true when the signals are still its to decide, false when the watch failed them already.
+  // true when the signals are still its to decide, false when the watchdog failed them already.
   // Idempotent; after it the claim no longer touches the submission.
   bool take() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -86,7 +87,7 @@ class CollectiveClaim : public core::Object {
     submission_ = nullptr;
     return state_ == State::Taken;
   }
-  // The watch: fails the submission's signals with `why`, unless the owner took the claim.
+  // The watchdog: fails the submission's signals with `why`, unless the owner took the claim.
   void fail(const core::Status& why) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ != State::Open) return;
@@ -103,7 +104,7 @@ class CollectiveClaim : public core::Object {
 };
 
 // A record's claim, taken when the record lets it go (moved-from records hold none), so that no
-// path that destroys a submission can leave the watch a dangling pointer.
+// path that destroys a submission can leave the watchdog a dangling pointer.
 class ClaimRef {
  public:
   ClaimRef() noexcept = default;
@@ -135,7 +136,7 @@ class ClaimRef {
 
 // Enqueues commands[0, count) — consecutive Collective commands of one command list, all of
 // communicators of the device whose context is current — as one library group on `stream`, and
-// hands their tickets to the watch. `claim` is the submission's (made by the caller).
+// hands their tickets to the watchdog. `claim` is the submission's (made by the caller).
 // `queueLabel` names the queue in messages; `traceId` is the submission's in the timeline trace
 // (0: not traced). Returns the library's error, or ErrorInvalidState when a communicator failed.
 core::Status enqueueCollectives(const core::Command* commands, size_t count, const DriverTable& d,
@@ -176,7 +177,7 @@ using CaptureGroup =
 // the executable graph if `held` has none yet (`build`, which captures the group through the
 // CaptureGroup it is given: the library calls run on the device's caller thread, up to the
 // communicators' timeout, as enqueueCollectives's), and registers it with each communicator;
-// records each communicator's ticket events around `launch` (the watch times the launch, which
+// records each communicator's ticket events around `launch` (the watchdog times the launch, which
 // holds the collectives only).
 // Returns the library's or driver's error; ErrorInvalidState when a communicator failed or ended,
 // or `held` was released.

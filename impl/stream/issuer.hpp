@@ -253,19 +253,19 @@ class Issuer {
     q_.push(std::move(rec));
   }
 
-  // Signals, in stream order, the imported counterparts (native interop) of the submission's
-  // signal semaphores that belong to this queue's device.
+  // Signals, in stream order, the external counterparts of the submission's signal semaphores
+  // that this queue's device signals GPU-side (ExternalTimeline::onDevice).
   Status signalExternals(core::Submission& sub) {
     for (core::Submission::Signal& s : sub.signals) {
-      core::SemaphoreMirror* m = s.semaphore->mirror();
-      core::ExternalSemaphore* x = m ? m->external(q_.coreDevice->handle) : nullptr;
-      if (!x) continue;
-      BATON_TRY(
-          d_.signalExternal(static_cast<StreamExternalSemaphore*>(x)->handle(), s.value, q_.stream)
-              .context(core::format("%s signalling semaphore '%s' = %llu", q_.label.c_str(),
-                                    s.semaphore->name().c_str(),
-                                    static_cast<unsigned long long>(s.value))));
-      m->onDeviceSignal(s.value);
+      for (const Ref<core::ExternalTimeline>& x : s.semaphore->externals()) {
+        core::DeviceTimeline* t = x->onDevice(q_.coreDevice->handle);
+        if (!t) continue;
+        BATON_TRY(t->enqueueSignal(q_.stream, s.value)
+                      .context(core::format("%s signalling semaphore '%s' = %llu", q_.label.c_str(),
+                                            s.semaphore->name().c_str(),
+                                            static_cast<unsigned long long>(s.value))));
+        x->onDeviceSignal(s.value);
+      }
     }
     return Status();
   }
@@ -274,10 +274,9 @@ class Issuer {
   Status enqueueWaits(core::Submission& sub, bool* waitFailed) {
     for (core::Submission::Wait& w : sub.waits) {
       if (w.external) {
-        // Nothing recorded covers the value yet: wait for the imported OS semaphore, which
-        // whoever signals the value signals too (Vulkan, or baton forwarding to it).
-        auto* x = static_cast<StreamExternalSemaphore*>(w.external);
-        BATON_TRY(d_.waitExternal(x->handle(), w.value, q_.stream)
+        // Nothing recorded covers the value yet: wait for the external counterpart, which
+        // whoever signals the value signals too (the other API or process, or baton forwarding).
+        BATON_TRY(w.external->enqueueWait(q_.stream, w.value)
                       .context(core::format("%s waiting for semaphore '%s' >= %llu",
                                             q_.label.c_str(), w.semaphore->name().c_str(),
                                             static_cast<unsigned long long>(w.value))));

@@ -259,11 +259,10 @@ struct QueueShared : std::enable_shared_from_this<QueueShared> {
     return Status();
   }
 
-  // A mirrored semaphore forwards reached values to Vulkan: reach them promptly, unless the GPU
-  // signals its external counterpart itself.
+  // A semaphore with external counterparts forwards reached values to them: reach them promptly,
+  // unless the GPU signals every counterpart itself.
   bool promptReach(const core::Submission::Signal& s) const {
-    core::SemaphoreMirror* m = s.semaphore->mirror();
-    return m && !m->external(coreDevice->handle);
+    return s.semaphore->hasExternals() && s.semaphore->forwardedFromHost(coreDevice->handle);
   }
 
   // A released submission's signals will not be published (it failed): gives up what its

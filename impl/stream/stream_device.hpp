@@ -96,8 +96,7 @@ class StreamDevice final : public core::DeviceImpl {
   bool importsTimelineFd() const override { return shared_->driver.importTimelineFd != nullptr; }
   bool importsMemoryFd() const override { return shared_->driver.importMemoryFd != nullptr; }
 
-  Status importTimelineFd(int fd, uint64_t deviceHandle,
-                          Ref<core::ExternalSemaphore>* out) override {
+  Status importTimelineFd(int fd, uint64_t deviceHandle, Ref<core::DeviceTimeline>* out) override {
     const DriverTable& d = shared_->driver;
     if (!d.importTimelineFd)
       return Status(Result::ErrorNotSupported,
@@ -106,7 +105,7 @@ class StreamDevice final : public core::DeviceImpl {
     BATON_TRY(context.status());
     void* handle = nullptr;
     BATON_TRY(d.importTimelineFd(fd, &handle));
-    *out = Ref<core::ExternalSemaphore>::adopt(
+    *out = Ref<core::DeviceTimeline>::adopt(
         new StreamExternalSemaphore(shared_, deviceHandle, handle));
     return Status();
   }

@@ -21,19 +21,25 @@ namespace baton::stream {
 namespace {
 
 // A timeline semaphore imported from another API (Vulkan) into one device (native interop). Its
-// last reference goes with the baton semaphore's mirror or with the last submission that waits
-// for or signals it, whichever is later: the driver requires outstanding waits and signals to
-// be done before the object is destroyed.
-class StreamExternalSemaphore final : public core::ExternalSemaphore {
+// last reference goes with the baton semaphore's counterpart (VulkanMirror) or with the last
+// submission that waits for or signals it, whichever is later: the driver requires outstanding
+// waits and signals to be done before the object is destroyed.
+class StreamExternalSemaphore final : public core::DeviceTimeline {
  public:
   StreamExternalSemaphore(std::shared_ptr<DeviceShared> shared, uint64_t deviceHandle, void* handle)
-      : ExternalSemaphore(deviceHandle), shared_(std::move(shared)), handle_(handle) {}
+      : DeviceTimeline(deviceHandle), shared_(std::move(shared)), handle_(handle) {}
   ~StreamExternalSemaphore() override {
     ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
                        "destroying an imported semaphore");
     (void)shared_->driver.destroyExternalSemaphore(handle_);
   }
   void* handle() const noexcept { return handle_; }
+  Status enqueueWait(void* stream, uint64_t value) override {
+    return shared_->driver.waitExternal(handle_, value, stream);
+  }
+  Status enqueueSignal(void* stream, uint64_t value) override {
+    return shared_->driver.signalExternal(handle_, value, stream);
+  }
 
  private:
   std::shared_ptr<DeviceShared> shared_;

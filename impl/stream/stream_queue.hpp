@@ -273,10 +273,9 @@ class StreamQueue final : public core::QueueImpl {
     // semaphores), and whether a mirror needs the values reached promptly (promptReach).
     bool prompt = false;
     for (const core::Submission::Signal& s : sub->signals)
-      if (core::SemaphoreMirror* m = s.semaphore->mirror()) {
-        const bool external = m->external(q_->coreDevice->handle) != nullptr;
-        e.externalSignals |= external;
-        prompt |= !external;
+      if (s.semaphore->hasExternals()) {
+        e.externalSignals |= s.semaphore->deviceTimeline(q_->coreDevice->handle) != nullptr;
+        prompt |= s.semaphore->forwardedFromHost(q_->coreDevice->handle);
       }
     if (e.hostPublish) {
       q_->hostPublished.fetch_add(1, std::memory_order_seq_cst);

@@ -271,7 +271,7 @@ class StreamTimepoint final : public core::Timepoint, public core::Recycled<Stre
   // The queue's completion thread reaches every signal of its records, those on mirrored
   // semaphores promptly (their records are urgent: QueueShared::promptReach), so a host waiter
   // that saw the event first leaves the Vulkan forwarding to it.
-  bool forwardsMirrors() const override { return true; }
+  bool forwardsExternals() const override { return true; }
 
   // A held submission of another backend waits for the value this timepoint signals: the
   // completion thread watches until complete() (Waker::needed). Once per timepoint; not after

@@ -540,7 +540,7 @@ TEST_F(NativeInterop, BridgedRequestStaysBridgedAndWorks) {
 // A host thread waiting on a bridged timeline for a CUDA queue's signal returns once it sees the
 // signal's event, without forwarding the value to Vulkan itself (Vulkan calls that cost more than
 // the rest of the wake-up on the NVIDIA driver: docs/performance.md, 'Floors and where the time
-// goes'): the queue's completion thread forwards it (Timepoint::forwardsMirrors). Every value must
+// goes'): the queue's completion thread forwards it (Timepoint::forwardsExternals). Every value must
 // still reach Vulkan.
 TEST_F(NativeInterop, ABridgedCudaSignalReachesVulkanWhenAHostWaiterSawItFirst) {
   VulkanTimeline t;
