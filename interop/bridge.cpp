@@ -151,7 +151,7 @@ void VulkanMirror::awaitDemand() {
   watching_.store(true, std::memory_order_seq_cst);
 }
 
-void VulkanMirror::onWaitLinked() {
+void VulkanMirror::onWaitLinked(uint64_t) {
   // The common case, a watcher already watching, costs one load.
   if (mode_ != InteropMode::Bridged || watching_.load(std::memory_order_seq_cst)) return;
   {

@@ -71,7 +71,7 @@ class VulkanMirror final : public core::ExternalTimeline {
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
   void onDeviceSignal(uint64_t value) override;
-  void onWaitLinked() override;
+  void onWaitLinked(uint64_t value) override;
   void refresh(core::Semaphore& semaphore) override;
   core::DeviceTimeline* onDevice(uint64_t deviceHandle) noexcept override {
     return external_ && external_->deviceHandle() == deviceHandle ? external_.get() : nullptr;

@@ -7,6 +7,7 @@
 #include "baton/physical_device.hpp"
 #include "baton/semaphore.hpp"
 #include "callback_scope.hpp"
+#include "shared_timeline.hpp"
 
 namespace baton {
 
@@ -159,6 +160,25 @@ Result Instance::enumeratePhysicalDevices(uint32_t* count, PhysicalDevice* devic
   });
 }
 
+namespace {
+// Publishes a new semaphore under a handle; a shared one's counterpart stops when that fails.
+Status publishSemaphore(core::Instance& inst, const Ref<core::Semaphore>& s, Semaphore* out) {
+  uint64_t h = HandleTable::get().insert(s, ObjectType::Semaphore);
+  if (!h) {
+    s->detachExternals();
+    return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+  }
+  if (s->name().empty()) {
+    // Name it after its handle so messages can tell semaphores apart.
+    const_cast<std::string&>(s->name()) = format("#%llx", static_cast<unsigned long long>(h));
+  }
+  s->setHandle(h);
+  inst.children.add(h, ObjectType::Semaphore);
+  *out = Semaphore(h);
+  return Status();
+}
+}  // namespace
+
 Result Instance::createSemaphore(const SemaphoreCreateInfo& info,
                                  Semaphore* semaphore) const noexcept {
   return entry("Instance::createSemaphore", [&](const core::Instance*& owner) -> Status {
@@ -168,18 +188,29 @@ Result Instance::createSemaphore(const SemaphoreCreateInfo& info,
     owner = inst.get();
     BATON_NULL_CHECK(semaphore, "semaphore output pointer");
     *semaphore = Semaphore();
+    if (info.flags & ~uint32_t{kSemaphoreShareable})
+      return error(Result::ErrorInvalidArgument, "unknown semaphore create flags 0x%x",
+                   info.flags & ~uint32_t{kSemaphoreShareable});
     std::string name = info.debugName ? info.debugName : "";
     Ref<core::Semaphore> s = makeRef<core::Semaphore>(inst, info.initialValue, name);
-    uint64_t h = HandleTable::get().insert(s, ObjectType::Semaphore);
-    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
-    if (name.empty()) {
-      // Name it after its handle so messages can tell semaphores apart.
-      const_cast<std::string&>(s->name()) = format("#%llx", static_cast<unsigned long long>(h));
-    }
-    s->setHandle(h);
-    inst->children.add(h, ObjectType::Semaphore);
-    *semaphore = Semaphore(h);
-    return Status();
+    if (info.flags & kSemaphoreShareable) BATON_TRY(core::makeShareable(*s));
+    return publishSemaphore(*inst, s, semaphore);
+  });
+}
+
+Result Instance::importSemaphore(const SemaphoreImportInfo& info,
+                                 Semaphore* semaphore) const noexcept {
+  return entry("Instance::importSemaphore", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Instance> inst = find<core::Instance>(handle_, ObjectType::Instance, "instance", &st);
+    if (!inst) return st;
+    owner = inst.get();
+    BATON_NULL_CHECK(semaphore, "semaphore output pointer");
+    *semaphore = Semaphore();
+    std::string name = info.debugName ? info.debugName : "";
+    Ref<core::Semaphore> s = makeRef<core::Semaphore>(inst, 0, name);
+    BATON_TRY(core::attachShared(*s, info.fd).context("importing a shared semaphore"));
+    return publishSemaphore(*inst, s, semaphore);
   });
 }
 

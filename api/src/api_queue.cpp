@@ -3,6 +3,7 @@
 #include "baton/device.hpp"
 #include "baton/queue.hpp"
 #include "callback_scope.hpp"
+#include "shared_timeline.hpp"
 #include "trace.hpp"
 
 namespace baton {
@@ -74,6 +75,18 @@ Status buildSignals(core::Device& dev, Span<const SemaphoreValue> signals, size_
                    "value %llu of semaphore '%s'",
                    index, i, static_cast<unsigned long long>(signals[i].value),
                    static_cast<unsigned long long>(current), s->name().c_str());
+    if (s->hasExternals()) [[unlikely]] {
+      if (signals[i].value > kSharedSemaphoreMaxValue && core::isShared(*s))
+        return error(Result::ErrorInvalidArgument,
+                     "submit info %zu, signal %zu: semaphore '%s' is shared: its values stay at "
+                     "or below 2^62 - 1 (kSharedSemaphoreMaxValue), not %llu",
+                     index, i, s->name().c_str(),
+                     static_cast<unsigned long long>(signals[i].value));
+      // The value is promised from here on (a process that dies with it promised fails its
+      // peers' waits).
+      for (const Ref<core::ExternalTimeline>& x : s->externals())
+        x->onSignalSubmitted(signals[i].value);
+    }
     sub.signals.push_back({Ref<core::Semaphore>(s), signals[i].value});
   }
   return Status();

@@ -6,6 +6,7 @@
 #include "baton/semaphore.hpp"
 #include "clock.hpp"
 #include "lazy_observers.hpp"
+#include "shared_timeline.hpp"
 
 namespace baton {
 
@@ -78,7 +79,24 @@ Result Semaphore::signal(uint64_t value) const noexcept {
     Ref<core::Semaphore> s = findSemaphore(handle_, &st);
     if (!s) return st;
     owner = s->instance();
+    if (value > kSharedSemaphoreMaxValue && core::isShared(*s))
+      return error(Result::ErrorInvalidArgument,
+                   "semaphore '%s' is shared: its values stay at or below 2^62 - 1 "
+                   "(kSharedSemaphoreMaxValue), not %llu",
+                   s->name().c_str(), static_cast<unsigned long long>(value));
     return s->signal(value);
+  });
+}
+
+Result Semaphore::exportFd(int* fd) const noexcept {
+  return entry("Semaphore::exportFd", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Semaphore> s = findSemaphore(handle_, &st);
+    if (!s) return st;
+    owner = s->instance();
+    BATON_NULL_CHECK(fd, "fd output pointer");
+    *fd = -1;
+    return core::exportShared(*s, fd);
   });
 }
 

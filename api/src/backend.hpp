@@ -374,6 +374,16 @@ class DeviceImpl {
     (void)fd, (void)deviceHandle, (void)out;
     return Status(Result::ErrorNotSupported, "this backend imports no external semaphores");
   }
+  // Timelines shared with other processes (shared_timeline.hpp): maps the shared page `fd`
+  // (borrowed; `size` bytes) for this device and makes the primitive through which its queues
+  // wait for and write the 64-bit word at `offset` GPU-side. ErrorNotSupported where the device
+  // has no 64-bit stream memory operations: its queues then wait for such values on the host.
+  virtual Status importSharedWord(int fd, uint64_t size, uint64_t offset, uint64_t deviceHandle,
+                                  Ref<DeviceTimeline>* out) {
+    (void)fd, (void)size, (void)offset, (void)deviceHandle, (void)out;
+    return Status(Result::ErrorNotSupported, "this backend's queues wait for shared timelines "
+                                             "on the host");
+  }
   // Imports memory exported as OPAQUE_FD and maps [offset, offset + size) of it: *allocation
   // receives the device address; *keep owns the import (the mapping and the driver object are
   // released with its last reference).

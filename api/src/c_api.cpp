@@ -184,6 +184,7 @@ baton::SemaphoreCreateInfo toCpp(const baton_semaphore_create_info* info) noexce
   if (info) {
     out.initialValue = info->initial_value;
     out.debugName = info->debug_name;
+    out.flags = info->flags;
   }
   return out;
 }
@@ -308,6 +309,17 @@ baton_result baton_instance_create_semaphore(baton_instance instance,
       toCpp<Instance>(instance).createSemaphore(toCpp(info), toCppOut<Semaphore>(semaphore)));
 }
 
+baton_result baton_instance_import_semaphore(baton_instance instance,
+                                             const baton_semaphore_import_info* info,
+                                             baton_semaphore* semaphore) {
+  baton::SemaphoreImportInfo in;  // null info: no descriptor, refused as such
+  if (info) {
+    in.fd = info->fd;
+    in.debugName = info->debug_name;
+  }
+  return toC(toCpp<Instance>(instance).importSemaphore(in, toCppOut<Semaphore>(semaphore)));
+}
+
 baton_result baton_instance_wait_semaphores(baton_instance instance,
                                             const baton_semaphore_value* waits, size_t wait_count,
                                             baton_wait_mode mode, uint64_t timeout_ns) {
@@ -425,6 +437,10 @@ baton_result baton_semaphore_destroy(baton_semaphore semaphore) {
 
 baton_result baton_semaphore_get_value(baton_semaphore semaphore, uint64_t* value) {
   return toC(toCpp<Semaphore>(semaphore).getValue(value));
+}
+
+baton_result baton_semaphore_export_fd(baton_semaphore semaphore, int* fd) {
+  return toC(toCpp<Semaphore>(semaphore).exportFd(fd));
 }
 
 baton_result baton_semaphore_signal(baton_semaphore semaphore, uint64_t value) {

@@ -69,10 +69,13 @@ class ExternalTimeline : public Object {
   // value without forwarding when it is reached. Called on the issuing thread, before the
   // signal's timepoint is added.
   virtual void onDeviceSignal(uint64_t value) { (void)value; }
-  // A waiter (a host wait about to sleep, a held submission) linked on the semaphore for a value
+  // A waiter (a host wait about to sleep, a held submission) linked on the semaphore for `value`,
   // above its current one: a counterpart that observes its side only on demand starts now.
   // Called under the semaphore's lock: must not call the semaphore, and should be cheap.
-  virtual void onWaitLinked() {}
+  virtual void onWaitLinked(uint64_t value) { (void)value; }
+  // A submission that signals `value` was accepted (Queue::submit, on the submitting thread):
+  // the value is promised, not reached. Should be cheap.
+  virtual void onSignalSubmitted(uint64_t value) { (void)value; }
   // Brings the semaphore up to the counterpart's value (Semaphore::reach with what the other side
   // reached), for reads that must not lag: Semaphore::value(refresh = true), a host signal's
   // check that it raises the value. Called with no lock held.

@@ -259,7 +259,7 @@ bool Semaphore::link(WaitNode& node) {
   if (waiters_) waiters_->prev = &node;
   waiters_ = &node;
   node.linkedTo.store(this, std::memory_order_release);
-  for (const Ref<ExternalTimeline>& x : externals_) x->onWaitLinked();
+  for (const Ref<ExternalTimeline>& x : externals_) x->onWaitLinked(node.value);
   return true;
 }
 

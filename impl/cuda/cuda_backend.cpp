@@ -157,6 +157,35 @@ Status signalExternal(void* semaphore, uint64_t value, void* stream) {
   return BATON_CU_STATUS(cuSignalExternalSemaphoresAsync, &s, &params, 1u,
                          static_cast<CUstream>(stream));
 }
+// Shared host memory for cross-process timelines. PORTABLE: every context sees the registration;
+// DEVICEMAP: it has a device address (the same as the host one with unified addressing, asked
+// all the same).
+Status hostRegister(void* host, uint64_t size, uint64_t* deviceAddress) {
+  BATON_TRY(BATON_CU_STATUS(cuMemHostRegister, host, static_cast<size_t>(size),
+                            CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP));
+  CUdeviceptr d = 0;
+  Status st = BATON_CU_STATUS(cuMemHostGetDevicePointer, &d, host, 0u);
+  if (!st.ok()) {
+    (void)BATON_CU(cuMemHostUnregister, host);
+    return st;
+  }
+  *deviceAddress = d;
+  return Status();
+}
+Status hostUnregister(void* host) { return BATON_CU_STATUS(cuMemHostUnregister, host); }
+// GEQ is a cyclic comparison: satisfied once (int64_t)(*address - value) >= 0.
+Status streamWaitValue64(void* stream, uint64_t address, uint64_t value) {
+  return BATON_CU_STATUS(cuStreamWaitValue64, static_cast<CUstream>(stream),
+                         static_cast<CUdeviceptr>(address), static_cast<cuuint64_t>(value),
+                         static_cast<unsigned>(CU_STREAM_WAIT_VALUE_GEQ));
+}
+// DEFAULT: after the stream's earlier work, with a memory barrier, so a peer that sees the value
+// sees that work's writes.
+Status streamWriteValue64(void* stream, uint64_t address, uint64_t value) {
+  return BATON_CU_STATUS(cuStreamWriteValue64, static_cast<CUstream>(stream),
+                         static_cast<CUdeviceptr>(address), static_cast<cuuint64_t>(value),
+                         static_cast<unsigned>(CU_STREAM_WRITE_VALUE_DEFAULT));
+}
 Status waitExternal(void* semaphore, uint64_t value, void* stream) {
   CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS params{};
   params.params.fence.value = value;
@@ -353,6 +382,13 @@ stream::DriverTable makeTable() {
     t.destroyExternalSemaphore = destroyExternalSemaphore;
     t.signalExternal = signalExternal;
     t.waitExternal = waitExternal;
+  }
+  if (s.cuMemHostRegister && s.cuMemHostUnregister && s.cuStreamWaitValue64 &&
+      s.cuStreamWriteValue64) {
+    t.hostRegister = hostRegister;
+    t.hostUnregister = hostUnregister;
+    t.streamWaitValue64 = streamWaitValue64;
+    t.streamWriteValue64 = streamWriteValue64;
   }
   if (s.cuImportExternalMemory && s.cuExternalMemoryGetMappedBuffer && s.cuDestroyExternalMemory) {
     t.importMemoryFd = importMemoryFd;

@@ -47,7 +47,8 @@
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddEmptyNode) X(cuGraphAddMemcpyNode)         \
   X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) X(cuGraphAddChildGraphNode)                 \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecUpdate)         \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)                     \
+  X(cuMemHostRegister) X(cuMemHostUnregister)
 // clang-format on
 
 namespace baton::cuda {

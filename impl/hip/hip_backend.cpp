@@ -182,6 +182,31 @@ Status hostAlloc(void** host, uint64_t* deviceAddress, uint64_t size) {
   return Status();
 }
 Status hostFree(void* host) { return BATON_HIP_STATUS(hipHostFree, host); }
+// Shared host memory for cross-process timelines, as on CUDA (cuda_backend.cpp says why).
+Status hostRegister(void* host, uint64_t size, uint64_t* deviceAddress) {
+  BATON_TRY(BATON_HIP_STATUS(hipHostRegister, host, static_cast<size_t>(size),
+                             hipHostRegisterPortable | hipHostRegisterMapped));
+  void* d = nullptr;
+  Status st = BATON_HIP_STATUS(hipHostGetDevicePointer, &d, host, 0u);
+  if (!st.ok()) {
+    (void)BATON_HIP(hipHostUnregister, host);
+    return st;
+  }
+  *deviceAddress = reinterpret_cast<uintptr_t>(d);
+  return Status();
+}
+Status hostUnregister(void* host) { return BATON_HIP_STATUS(hipHostUnregister, host); }
+// hipStreamWaitValueGte with a full mask: *address >= value (ROCm compares plainly, CUDA
+// cyclically; the values baton uses are ordered the same by both).
+Status streamWaitValue64(void* stream, uint64_t address, uint64_t value) {
+  return BATON_HIP_STATUS(hipStreamWaitValue64, static_cast<hipStream_t>(stream),
+                          reinterpret_cast<void*>(static_cast<uintptr_t>(address)), value,
+                          static_cast<unsigned>(hipStreamWaitValueGte), ~uint64_t{0});
+}
+Status streamWriteValue64(void* stream, uint64_t address, uint64_t value) {
+  return BATON_HIP_STATUS(hipStreamWriteValue64, static_cast<hipStream_t>(stream),
+                          reinterpret_cast<void*>(static_cast<uintptr_t>(address)), value, 0u);
+}
 
 Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
   hipExternalMemoryHandleDesc desc{};
@@ -363,6 +388,13 @@ stream::DriverTable makeTable() {
     t.graphLaunch = graphLaunch;
     t.streamBeginCapture = streamBeginCapture;
     t.streamEndCapture = streamEndCapture;
+  }
+  if (s.hipHostRegister && s.hipHostUnregister && s.hipStreamWaitValue64 &&
+      s.hipStreamWriteValue64) {
+    t.hostRegister = hostRegister;
+    t.hostUnregister = hostUnregister;
+    t.streamWaitValue64 = streamWaitValue64;
+    t.streamWriteValue64 = streamWriteValue64;
   }
   if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer &&
       s.hipDestroyExternalMemory) {

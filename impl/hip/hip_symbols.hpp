@@ -57,7 +57,8 @@
   X(hipGraphExecUpdate) X(hipStreamBeginCapture) X(hipStreamEndCapture)                      \
   X(hipStreamIsCapturing)                                                                    \
   X(hipMemGetInfo) X(hipDeviceSynchronize) X(hipMemcpyHtoD) X(hipMemcpyDtoH)                 \
-  X(hipEventElapsedTime) X(hipStreamQuery)
+  X(hipEventElapsedTime) X(hipStreamQuery)                                                   \
+  X(hipHostRegister) X(hipHostUnregister)
 
 #define BATON_HIP_OPTIONAL_TYPED(X)                                                          \
   X(hipMallocFromPoolAsync, hipError_t (*)(void**, size_t, hipMemPool_t, hipStream_t))

@@ -1,6 +1,6 @@
-// The collective library of a stream backend (docs/architecture.md, 'Collectives and the watchdog'):
-// NCCL for CUDA, RCCL for HIP — the same API and symbol names — loaded at run time like the
-// drivers, so that libbaton never links it and a machine without it runs everything else.
+// The collective library of a stream backend (docs/architecture.md, 'Collectives and the
+// watchdog'): NCCL for CUDA, RCCL for HIP — the same API and symbol names — loaded at run time like
+// the drivers, so that libbaton never links it and a machine without it runs everything else.
 //
 // The entry points are listed once, in X-macros: REQUIRED ones must all resolve or collectives are
 // unavailable; OPTIONAL ones may be null (ncclCommShrink: NCCL 2.27; ncclCommRevoke: 2.28.9,

@@ -11,7 +11,10 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/mman.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -107,6 +110,32 @@ class StreamDevice final : public core::DeviceImpl {
     BATON_TRY(d.importTimelineFd(fd, &handle));
     *out = Ref<core::DeviceTimeline>::adopt(
         new StreamExternalSemaphore(shared_, deviceHandle, handle));
+    return Status();
+  }
+
+  Status importSharedWord(int fd, uint64_t size, uint64_t offset, uint64_t deviceHandle,
+                          Ref<core::DeviceTimeline>* out) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.hostRegister ||
+        !(device_.physical()->properties.capabilities & kCapabilityStreamMemOps64))
+      return Status(Result::ErrorNotSupported,
+                    core::format("%s has no 64-bit stream memory operations",
+                                 device_.physical()->properties.name));
+    void* mapping = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapping == MAP_FAILED)
+      return core::error(Result::ErrorOutOfHostMemory, "mapping a shared timeline's page: %s",
+                         std::strerror(errno));
+    ContextScope context(d, shared_->config.context);
+    uint64_t address = 0;
+    Status st = context.status();
+    if (st.ok()) st = d.hostRegister(mapping, size, &address);
+    if (!st.ok()) {
+      munmap(mapping, size);
+      return st.context("registering a shared timeline's page with " +
+                        std::string(device_.physical()->properties.name));
+    }
+    *out = Ref<core::DeviceTimeline>::adopt(
+        new StreamSharedWord(shared_, deviceHandle, mapping, size, address + offset));
     return Status();
   }
 

@@ -104,6 +104,17 @@ struct DriverTable {
   // are not restricted); streamEndCapture's *graph is owned by the caller.
   Status (*streamBeginCapture)(void* stream);
   Status (*streamEndCapture)(void* stream, void** graph);
+
+  // Timelines shared with other processes (shared_timeline.hpp): page-locks `size` bytes of host
+  // memory (a shared mapping) for every device and gives its device address; 64-bit stream
+  // memory operations on such an address: a wait until the value, compared cyclically as the
+  // drivers do, is at least `value`, and a write ordered after the stream's earlier work (with a
+  // memory barrier). Null where the driver lacks them; a device that cannot use them says so
+  // (kCapabilityStreamMemOps64).
+  Status (*hostRegister)(void* host, uint64_t size, uint64_t* deviceAddress);
+  Status (*hostUnregister)(void* host);
+  Status (*streamWaitValue64)(void* stream, uint64_t address, uint64_t value);
+  Status (*streamWriteValue64)(void* stream, uint64_t address, uint64_t value);
 };
 
 // Ends a capture of `stream` (d.streamEndCapture). A failed end may leave the stream capturing,

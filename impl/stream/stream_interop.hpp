@@ -8,6 +8,8 @@
 // whose comment says why.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -44,6 +46,42 @@ class StreamExternalSemaphore final : public core::DeviceTimeline {
  private:
   std::shared_ptr<DeviceShared> shared_;
   void* handle_;
+};
+
+// A timeline shared with other processes, as one device's queues see it (shared_timeline.hpp):
+// the shared page mapped once more, for this device alone (each device registers its own
+// mapping, so registrations never collide), page-locked with its device address; queues wait for
+// the 64-bit value word and write it with stream memory operations. Released with its last
+// reference, after every submission that used it finished (their records hold the semaphore).
+class StreamSharedWord final : public core::DeviceTimeline {
+ public:
+  StreamSharedWord(std::shared_ptr<DeviceShared> shared, uint64_t deviceHandle, void* mapping,
+                   uint64_t size, uint64_t address)
+      : DeviceTimeline(deviceHandle),
+        shared_(std::move(shared)),
+        mapping_(mapping),
+        size_(size),
+        address_(address) {}
+  ~StreamSharedWord() override {
+    {
+      ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
+                         "unregistering a shared timeline's page");
+      (void)shared_->driver.hostUnregister(mapping_);
+    }
+    munmap(mapping_, size_);
+  }
+  Status enqueueWait(void* stream, uint64_t value) override {
+    return shared_->driver.streamWaitValue64(stream, address_, value);
+  }
+  Status enqueueSignal(void* stream, uint64_t value) override {
+    return shared_->driver.streamWriteValue64(stream, address_, value);
+  }
+
+ private:
+  std::shared_ptr<DeviceShared> shared_;
+  void* mapping_;
+  uint64_t size_;
+  uint64_t address_;  // the device address of the value word
 };
 
 // Memory imported from another API and mapped into the device: the mapping and the import are

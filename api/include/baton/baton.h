@@ -245,15 +245,41 @@ BATON_API baton_result baton_instance_enumerate_physical_devices(baton_instance 
 typedef struct baton_semaphore_create_info {
   uint64_t initial_value; /**< the value the semaphore starts at */
   const char* debug_name; /**< may be null; copied; names the semaphore in messages */
+  uint32_t flags;         /**< BATON_SEMAPHORE_SHAREABLE or 0 */
 } baton_semaphore_create_info;
-/** The C++ defaults: initial value 0, no name. */
+/** The C++ defaults: initial value 0, no name, no flags. */
 #define BATON_SEMAPHORE_CREATE_INFO_INIT \
-  { 0, NULL }
+  { 0, NULL, 0 }
+/** baton_semaphore_create_info::flags: the semaphore can be shared with other processes
+ * (baton_semaphore_export_fd, baton_instance_import_semaphore). (kSemaphoreShareable) */
+#define BATON_SEMAPHORE_SHAREABLE 0x1u
+/** The highest value a shared semaphore holds, 2^62 - 1. (kSharedSemaphoreMaxValue) */
+#define BATON_SHARED_SEMAPHORE_MAX_VALUE 0x3fffffffffffffffull
+
+/** What baton_instance_import_semaphore needs (baton::SemaphoreImportInfo). */
+typedef struct baton_semaphore_import_info {
+  int fd; /**< from baton_semaphore_export_fd, here or in another process; borrowed */
+  const char* debug_name; /**< may be null; copied; names the semaphore in messages */
+} baton_semaphore_import_info;
+/** No descriptor, no name. */
+#define BATON_SEMAPHORE_IMPORT_INFO_INIT \
+  { -1, NULL }
+
+/** Imports a semaphore that another process (or this one) shared: a new handle of the same
+ * timeline. Ownership: the caller owns *semaphore; info->fd stays the caller's. Returns
+ * BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null info or output; a descriptor that is closed
+ * or not a shared semaphore's), BATON_ERROR_OUT_OF_HOST_MEMORY (every process slot taken),
+ * BATON_ERROR_INVALID_HANDLE. (Instance::importSemaphore) */
+BATON_API baton_result baton_instance_import_semaphore(baton_instance instance,
+                                                       const baton_semaphore_import_info* info,
+                                                       baton_semaphore* semaphore);
 
 /** Creates a timeline semaphore usable by every queue of every device of the instance and by the
- * host (info null: initial value 0, no name). Ownership: the caller owns *semaphore (destroy with
- * baton_semaphore_destroy). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null
- * semaphore), BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY.
+ * host (info null: initial value 0, no name), and with BATON_SEMAPHORE_SHAREABLE by other
+ * processes. Ownership: the caller owns *semaphore (destroy with baton_semaphore_destroy).
+ * Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null semaphore; an unknown flag; a
+ * shareable semaphore's initial value above BATON_SHARED_SEMAPHORE_MAX_VALUE),
+ * BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY.
  * (Instance::createSemaphore) */
 BATON_API baton_result baton_instance_create_semaphore(baton_instance instance,
                                                        const baton_semaphore_create_info* info,
@@ -584,6 +610,12 @@ BATON_API baton_result baton_semaphore_get_failure_reason(baton_semaphore semaph
  * results). (Semaphore::wait) */
 BATON_API baton_result baton_semaphore_wait(baton_semaphore semaphore, uint64_t value,
                                             uint64_t timeout_ns);
+
+/** Writes to *fd a new descriptor of a shareable semaphore, for another process to import; the
+ * caller owns it (close-on-exec is set). Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+ * (null fd; a semaphore that is not shareable), BATON_ERROR_OUT_OF_HOST_MEMORY,
+ * BATON_ERROR_INVALID_HANDLE. (Semaphore::exportFd) */
+BATON_API baton_result baton_semaphore_export_fd(baton_semaphore semaphore, int* fd);
 
 /* ---- command buffer (baton/command_buffer.hpp) ---------------------------------------------- */
 

@@ -92,9 +92,25 @@ class BATON_API Instance : public Handle<Instance> {
                                                 PhysicalDevice* devices) const noexcept;
 
   /// Creates a semaphore usable by every queue of every device of this instance, and by the
-  /// host. Ownership: the caller owns *semaphore. Thread safe. Returns Success,
-  /// ErrorInvalidArgument (null output), ErrorInvalidHandle, ErrorOutOfHostMemory.
+  /// host; with kSemaphoreShareable, by other processes too (Semaphore::exportFd). Ownership:
+  /// the caller owns *semaphore. Thread safe. Returns Success, ErrorInvalidArgument (null output;
+  /// an unknown flag; a shareable semaphore's initial value above kSharedSemaphoreMaxValue),
+  /// ErrorInvalidHandle, ErrorOutOfHostMemory (also: the OS gave no shared page or thread).
   [[nodiscard]] Result createSemaphore(const struct SemaphoreCreateInfo& info,
+                                       Semaphore* semaphore) const noexcept;
+
+  /// Imports a semaphore shared by another process (or this one): a new handle of the same
+  /// timeline, whose value and failure are the same in every process that holds it, and which
+  /// this instance's queues wait for and signal as any other (GPU-side on devices with 64-bit
+  /// stream memory operations, through the host elsewhere; docs/guide.md, 'Across processes').
+  /// Ownership: the caller owns *semaphore; info.fd stays the caller's. When a process that
+  /// holds the timeline dies with a signal of a value above the current one submitted, or while
+  /// waits for such values are pending, the semaphore fails in every other process within
+  /// 100 ms, with a reason naming the process and the value. Thread safe.
+  /// Returns Success, ErrorInvalidArgument (a descriptor that is closed or not a shared
+  /// semaphore's; a null output), ErrorOutOfHostMemory (every process slot of the timeline is
+  /// taken, or no thread could be started), ErrorInvalidHandle.
+  [[nodiscard]] Result importSemaphore(const struct SemaphoreImportInfo& info,
                                        Semaphore* semaphore) const noexcept;
 
   /// Blocks the calling thread until all (WaitMode::All) or any one (WaitMode::Any) of the

@@ -22,9 +22,32 @@ namespace baton {
 /// The most entries one host wait accepts; more is ErrorInvalidArgument.
 constexpr size_t kMaxWaitCount = 1u << 16;
 
+/// SemaphoreCreateInfo::flags.
+enum SemaphoreCreateFlags : uint32_t {
+  /// The semaphore can be shared with other processes (Semaphore::exportFd,
+  /// Instance::importSemaphore; docs/guide.md, 'Across processes'). Its values stay at or below
+  /// kSharedSemaphoreMaxValue.
+  kSemaphoreShareable = 1u << 0,
+};
+
+/// The highest value a shared semaphore holds: a signal above it, or an initial value above it,
+/// is ErrorInvalidArgument. (GPU-side waits across processes compare values cyclically, as the
+/// drivers' stream memory operations do; values up to 2^62 - 1 keep every comparison ordered.)
+constexpr uint64_t kSharedSemaphoreMaxValue = (uint64_t{1} << 62) - 1;
+
 /// What Instance::createSemaphore needs. Read during the call only.
 struct SemaphoreCreateInfo {
   uint64_t initialValue = 0;        ///< the value the semaphore starts at
+  const char* debugName = nullptr;  ///< copied; appears in messages about this semaphore
+  uint32_t flags = 0;               ///< SemaphoreCreateFlags
+};
+
+/// What Instance::importSemaphore needs. Read during the call only.
+struct SemaphoreImportInfo {
+  /// A descriptor from Semaphore::exportFd, in this process or received from another one (over
+  /// a Unix socket with SCM_RIGHTS, pidfd_getfd, or inherited). Borrowed: the caller still owns
+  /// it and may close it after the call.
+  int fd = -1;
   const char* debugName = nullptr;  ///< copied; appears in messages about this semaphore
 };
 
@@ -79,6 +102,14 @@ class BATON_API Semaphore : public Handle<Semaphore> {
 
   /// Host wait for one value; the same as Instance::waitSemaphores with a single entry.
   [[nodiscard]] Result wait(uint64_t value, uint64_t timeoutNs) const noexcept;
+
+  /// Writes to *fd a new file descriptor of a shareable semaphore (kSemaphoreShareable, or one
+  /// imported with Instance::importSemaphore), for another process to import. Ownership: the
+  /// caller owns *fd (close it once it has been passed on; the semaphore lives on in every
+  /// process that holds it). Close-on-exec is set: clear it to pass the descriptor through exec.
+  /// Thread safe. Returns Success, ErrorInvalidArgument (null fd; a semaphore that is not
+  /// shareable), ErrorOutOfHostMemory (no descriptor left), ErrorInvalidHandle.
+  [[nodiscard]] Result exportFd(int* fd) const noexcept;
 };
 
 /// A Semaphore that is destroyed with its owner (see Unique).

@@ -1,0 +1,401 @@
+// Semaphores shared across processes (docs/guide.md, 'Across processes'): every test runs once per
+// backend and starts real other processes (baton-shared-peer, fork and exec, the descriptor
+// inherited) that import the semaphore and play a part. Values must pass both ways, wait-before-
+// signal must hold with either side submitted first, failures must reach every process, and a
+// process that dies must fail its peers' waits within 100 ms instead of hanging them.
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend_fixture.hpp"
+
+namespace {
+
+using namespace baton;
+using namespace baton_test;
+
+// A running peer process and what it printed.
+struct Peer {
+  pid_t pid = -1;
+  int out = -1;  // its stdout
+  std::string output;
+
+  // Waits for it to exit (up to 20 s, then kills it); returns its exit status, or 128 + the
+  // signal that ended it.
+  int finish() {
+    const auto start = Clock::now();
+    int status = 0;
+    for (;;) {
+      pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) break;
+      if (secondsSince(start) > 20) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      drain(10);
+    }
+    drain(0);
+    if (out >= 0) close(out);
+    out = -1;
+    pid = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // Reads what it printed so far, waiting up to `ms` for the first bytes.
+  void drain(int ms) {
+    pollfd p{out, POLLIN, 0};
+    while (out >= 0 && poll(&p, 1, ms) > 0) {
+      char buf[512];
+      ssize_t n = read(out, buf, sizeof buf);
+      if (n <= 0) break;
+      output.append(buf, static_cast<size_t>(n));
+      ms = 0;
+    }
+  }
+  // Waits until it printed `text` (up to 20 s).
+  bool awaitOutput(const std::string& text) {
+    const auto start = Clock::now();
+    while (output.find(text) == std::string::npos) {
+      if (secondsSince(start) > 20) return false;
+      drain(10);
+    }
+    return true;
+  }
+};
+
+const char* peerPath() {
+  const char* p = std::getenv("BATON_SHARED_PEER");
+  return p ? p : "./baton-shared-peer";
+}
+
+// Starts baton-shared-peer with `fd` inherited, on `backend`, playing `part` with `args`.
+Peer spawn(BackendKind backend, int fd, const std::string& part,
+           const std::vector<std::string>& args = {}) {
+  std::vector<std::string> words = {peerPath(), backendName(backend), std::to_string(fd), part};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  int pipeFds[2];
+  if (pipe2(pipeFds, O_CLOEXEC) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls until exec.
+    dup2(pipeFds[1], 1);
+    fcntl(fd, F_SETFD, 0);  // inherited across exec
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(pipeFds[1]);
+  Peer peer;
+  peer.pid = pid;
+  peer.out = pipeFds[0];
+  return peer;
+}
+
+// Open descriptors of this process.
+size_t openFds() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+std::string failureReason(Semaphore s) {
+  char reason[1024] = {};
+  EXPECT_OK(s.getFailureReason(reason, sizeof reason));
+  return reason;
+}
+
+class SharedTest : public BackendTest {
+ protected:
+  UniqueSemaphore makeShared(uint64_t initialValue = 0, const char* name = "shared") {
+    SemaphoreCreateInfo info;
+    info.initialValue = initialValue;
+    info.debugName = name;
+    info.flags = kSemaphoreShareable;
+    UniqueSemaphore s;
+    EXPECT_OK(instance().createSemaphore(info, s.put()));
+    return s;
+  }
+  // A new descriptor of `s` (closed by the test).
+  int exportFd(Semaphore s) {
+    int fd = -1;
+    EXPECT_OK(s.exportFd(&fd));
+    EXPECT_GE(fd, 0);
+    return fd;
+  }
+  Peer spawnWith(Semaphore s, const std::string& part, const std::vector<std::string>& args = {}) {
+    int fd = exportFd(s);
+    Peer p = spawn(backend(), fd, part, args);
+    close(fd);
+    return p;
+  }
+};
+
+TEST_P(SharedTest, AHostSignalInAnotherProcessWakesAHostWaitHere) {
+  UniqueSemaphore s = makeShared();
+  Peer peer = spawnWith(*s, "signal", {"5"});
+  const auto start = Clock::now();
+  ASSERT_OK(s->wait(5, kLongNs));
+  EXPECT_LT(secondsSince(start), 10.0);
+  uint64_t v = 0;
+  ASSERT_OK(s->getValue(&v));
+  EXPECT_EQ(v, 5u);
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+}
+
+TEST_P(SharedTest, AHostSignalHereReachesAWaitInAnotherProcess) {
+  UniqueSemaphore s = makeShared(1);
+  Peer peer = spawnWith(*s, "wait", {"7"});
+  usleep(20'000);
+  ASSERT_OK(s->signal(7));
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+}
+
+// The consumer's submission is made before the producer process even exists.
+TEST_P(SharedTest, AQueueWaitsForAValueAnotherProcessSignalsLater) {
+  UniqueSemaphore s = makeShared();
+  UniqueSemaphore done = makeSemaphore(0, "done");
+  ASSERT_OK(submit(queue(0), {{*s, 3}}, {}, {{*done, 1}}));
+  EXPECT_EQ(done->wait(1, kShortNs), Result::Timeout);
+  Peer peer = spawnWith(*s, "queue-signal", {"3"});
+  ASSERT_OK(done->wait(1, kLongNs)) << peer.output;
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+}
+
+// The other way: the peer's queue waits (wait-before-signal) for a value this process signals
+// from a queue.
+TEST_P(SharedTest, AnotherProcessWaitsForAValueThisProcessSignalsFromAQueue) {
+  UniqueSemaphore s = makeShared();
+  Peer peer = spawnWith(*s, "relay", {"2", "4"});
+  usleep(20'000);
+  ASSERT_OK(submit(queue(0), {}, {}, {{*s, 2}}));
+  ASSERT_OK(s->wait(4, kLongNs)) << peer.output;
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+}
+
+// A -> B -> A, 50 times: this process's queue signals the odd values after waiting for the even
+// ones, the peer's queue the even ones; every hop is a wait-before-signal on the other side.
+TEST_P(SharedTest, AChainOfHandOversBetweenTwoProcessesKeepsItsOrder) {
+  constexpr uint64_t kRounds = 50;
+  UniqueSemaphore s = makeShared();
+  Peer peer = spawnWith(*s, "relay-loop", {std::to_string(kRounds)});
+  for (uint64_t k = 0; k < kRounds; ++k)
+    ASSERT_OK(submit(queue(0), {{*s, 2 * k}}, {}, {{*s, 2 * k + 1}}));
+  ASSERT_OK(s->wait(2 * kRounds, kLongNs)) << peer.output;
+  uint64_t v = 0;
+  ASSERT_OK(s->getValue(&v));
+  EXPECT_EQ(v, 2 * kRounds);
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+}
+
+TEST_P(SharedTest, HostWaitsMixSharedAndLocalSemaphores) {
+  UniqueSemaphore s = makeShared();
+  UniqueSemaphore local = makeSemaphore();
+  // ANY: the local one comes first.
+  ASSERT_OK(local->signal(1));
+  ASSERT_OK(instance().waitSemaphores({{*s, 9}, {*local, 1}}, WaitMode::Any, kLongNs));
+  // ALL: the shared one comes from the peer.
+  Peer peer = spawnWith(*s, "signal", {"9"});
+  ASSERT_OK(instance().waitSemaphores({{*s, 9}, {*local, 1}}, WaitMode::All, kLongNs));
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+  // ANY where only the shared one is reached.
+  UniqueSemaphore never = makeSemaphore();
+  ASSERT_OK(instance().waitSemaphores({{*never, 1}, {*s, 9}}, WaitMode::Any, kLongNs));
+}
+
+TEST_P(SharedTest, AFailureInAnotherProcessReachesEveryWaiterHere) {
+  UniqueSemaphore s = makeShared();
+  UniqueSemaphore done = makeSemaphore(0, "done");
+  ASSERT_OK(submit(queue(0), {{*s, 1}}, {}, {{*done, 1}}));
+  Peer peer = spawnWith(*s, "fail", {"the producer gave up"});
+  EXPECT_EQ(s->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  const std::string reason = failureReason(*s);
+  EXPECT_NE(reason.find("the producer gave up"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("process " + std::to_string(peer.pid)), std::string::npos) << reason;
+  // The submission that waited fails its own signal, as an in-process failure would.
+  EXPECT_EQ(done->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+  EXPECT_EQ(peer.finish(), 0) << peer.output;
+}
+
+TEST_P(SharedTest, AFailureHereReachesAWaiterInAnotherProcess) {
+  UniqueSemaphore s = makeShared();
+  Peer peer = spawnWith(*s, "wait", {"3"});
+  usleep(20'000);
+  ASSERT_OK(s->fail("the consumer is gone"));
+  EXPECT_EQ(peer.finish(), 3) << peer.output;
+  EXPECT_NE(peer.output.find("the consumer is gone"), std::string::npos) << peer.output;
+}
+
+// SIGKILL of a producer with a signal submitted: the survivor's host wait and its queue's GPU-side
+// wait fail within 100 ms of the death; its queue then runs new work. 20 trials.
+TEST_P(SharedTest, AKilledProducerFailsItsPeersWaitsWithin100Ms) {
+  const size_t fdsBefore = openFds();
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    UniqueSemaphore s = makeShared();
+    UniqueSemaphore done = makeSemaphore(0, "done");
+    ASSERT_OK(submit(queue(0), {{*s, 5}}, {}, {{*done, 1}}));
+    std::atomic<uint64_t> failedAtNs{0};
+    std::atomic<int> waitResult{0};
+    std::thread waiter([&] {
+      Result r = s->wait(5, kLongNs);
+      failedAtNs = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+      waitResult = static_cast<int>(r);
+    });
+    Peer peer = spawnWith(*s, "die-signalling", {"5"});
+    ASSERT_TRUE(peer.awaitOutput("peer: submitted")) << peer.output;
+    int status = 0;
+    ASSERT_EQ(waitpid(peer.pid, &status, 0), peer.pid);
+    const auto diedBy = Clock::now();  // the death happened before this
+    waiter.join();
+    EXPECT_EQ(static_cast<Result>(waitResult.load()), Result::ErrorSemaphoreFailed);
+    const double ms = std::chrono::duration<double, std::milli>(
+                          Clock::time_point(Clock::duration(failedAtNs.load())) - diedBy)
+                          .count();
+    EXPECT_LT(ms, 100.0) << "the wait failed " << ms << " ms after the peer's death was seen";
+    const std::string reason = failureReason(*s);
+    EXPECT_NE(reason.find("process " + std::to_string(peer.pid)), std::string::npos) << reason;
+    EXPECT_NE(reason.find("value 5"), std::string::npos) << reason;
+    EXPECT_EQ(done->wait(1, kLongNs), Result::ErrorSemaphoreFailed);
+    // The queue runs new work.
+    UniqueSemaphore after = makeSemaphore(0, "after");
+    ASSERT_OK(submit(queue(0), {}, {}, {{*after, 1}}));
+    ASSERT_OK(after->wait(1, kLongNs));
+    close(peer.out);
+  }
+  EXPECT_LE(openFds(), fdsBefore + 2) << "descriptors leaked over 20 trials";
+}
+
+// A peer that dies while one of its waits is pending (a promise that someone signals) fails the
+// timeline; one that exits while nothing is pending does not.
+TEST_P(SharedTest, APeerThatDiesWaitingFailsTheTimelineOneThatLeavesQuietlyDoesNot) {
+  UniqueSemaphore s = makeShared();
+  Peer quiet = spawnWith(*s, "hold");
+  EXPECT_EQ(quiet.finish(), 0) << quiet.output;
+  usleep(100'000);  // several of the watchdog's looks
+  uint64_t v = 0;
+  ASSERT_OK(s->getValue(&v)) << "not failed by the quiet exit";
+  ASSERT_OK(s->signal(1));
+  Peer waiting = spawnWith(*s, "die-waiting", {"8"});
+  EXPECT_EQ(waiting.finish(), 128 + SIGKILL) << waiting.output;
+  EXPECT_EQ(s->wait(8, kLongNs), Result::ErrorSemaphoreFailed);
+  const std::string reason = failureReason(*s);
+  EXPECT_NE(reason.find("waits for value 8"), std::string::npos) << reason;
+}
+
+TEST_P(SharedTest, ExportImportAndDestroy10000TimesLeavesDescriptorsFlat) {
+  const size_t fdsBefore = openFds();
+  for (int i = 0; i < 10000; ++i) {
+    UniqueSemaphore s = makeShared(static_cast<uint64_t>(i));
+    int fd = exportFd(*s);
+    SemaphoreImportInfo info;
+    info.fd = fd;
+    UniqueSemaphore imported;
+    ASSERT_OK(instance().importSemaphore(info, imported.put()));
+    close(fd);
+    uint64_t v = 0;
+    ASSERT_OK(imported->getValue(&v));
+    ASSERT_EQ(v, static_cast<uint64_t>(i));
+    if (i % 1000 == 0) {
+      ASSERT_OK(s->signal(i + 1));
+      ASSERT_OK(imported->wait(i + 1, kLongNs));
+    }
+  }
+  // The watchdog lets go of a destroyed semaphore's page at its next look (every 10 ms).
+  usleep(100'000);
+  EXPECT_LE(openFds(), fdsBefore + 2);
+}
+
+TEST_P(SharedTest, ADescriptorImportedTwiceIsOneTimeline) {
+  UniqueSemaphore s = makeShared();
+  int fd = exportFd(*s);
+  SemaphoreImportInfo info;
+  info.fd = fd;
+  UniqueSemaphore a, b;
+  ASSERT_OK(instance().importSemaphore(info, a.put()));
+  ASSERT_OK(instance().importSemaphore(info, b.put()));
+  close(fd);
+  ASSERT_OK(a->signal(3));
+  ASSERT_OK(b->wait(3, kLongNs));
+  ASSERT_OK(s->wait(3, kLongNs));
+  EXPECT_EQ(b->signal(2), Result::ErrorNonIncreasingValue);
+}
+
+TEST_P(SharedTest, BadDescriptorsAndValuesGetClearResults) {
+  SemaphoreImportInfo info;
+  UniqueSemaphore s;
+  info.fd = -1;
+  EXPECT_EQ(instance().importSemaphore(info, s.put()), Result::ErrorInvalidArgument);
+  // A closed descriptor.
+  UniqueSemaphore shared = makeShared();
+  int fd = exportFd(*shared);
+  close(fd);
+  info.fd = fd;
+  EXPECT_EQ(instance().importSemaphore(info, s.put()), Result::ErrorInvalidArgument);
+  // Descriptors of other things: a pipe, a file, a memfd of the right size without seals.
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  info.fd = p[0];
+  EXPECT_EQ(instance().importSemaphore(info, s.put()), Result::ErrorInvalidArgument);
+  close(p[0]);
+  close(p[1]);
+  int file = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  info.fd = file;
+  EXPECT_EQ(instance().importSemaphore(info, s.put()), Result::ErrorInvalidArgument);
+  close(file);
+  int memfd = memfd_create("not-a-semaphore", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(memfd, 4096), 0);
+  info.fd = memfd;
+  EXPECT_EQ(instance().importSemaphore(info, s.put()), Result::ErrorInvalidArgument);
+  ASSERT_EQ(fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  EXPECT_EQ(instance().importSemaphore(info, s.put()), Result::ErrorInvalidArgument)
+      << "a sealed page of zeros is not a semaphore's";
+  close(memfd);
+  EXPECT_FALSE(s);
+  // Null outputs, a semaphore that is not shareable, unknown flags.
+  info.fd = exportFd(*shared);
+  EXPECT_EQ(instance().importSemaphore(info, nullptr), Result::ErrorInvalidArgument);
+  close(info.fd);
+  EXPECT_EQ(shared->exportFd(nullptr), Result::ErrorInvalidArgument);
+  UniqueSemaphore local = makeSemaphore();
+  int none = 7;
+  EXPECT_EQ(local->exportFd(&none), Result::ErrorInvalidArgument);
+  EXPECT_EQ(none, -1);
+  SemaphoreCreateInfo unknown;
+  unknown.flags = 0x80;
+  EXPECT_EQ(instance().createSemaphore(unknown, s.put()), Result::ErrorInvalidArgument);
+  // Values beyond what a shared timeline holds.
+  SemaphoreCreateInfo high;
+  high.flags = kSemaphoreShareable;
+  high.initialValue = kSharedSemaphoreMaxValue + 1;
+  EXPECT_EQ(instance().createSemaphore(high, s.put()), Result::ErrorInvalidArgument);
+  EXPECT_EQ(shared->signal(kSharedSemaphoreMaxValue + 1), Result::ErrorInvalidArgument);
+  EXPECT_EQ(submit(queue(0), {}, {}, {{*shared, kSharedSemaphoreMaxValue + 1}}),
+            Result::ErrorInvalidArgument);
+  ASSERT_OK(shared->signal(kSharedSemaphoreMaxValue));
+  ASSERT_OK(shared->wait(kSharedSemaphoreMaxValue, kLongNs));
+  // A destroyed handle.
+  Semaphore gone = shared.release();
+  ASSERT_OK(gone.destroy());
+  EXPECT_EQ(gone.exportFd(&none), Result::ErrorInvalidHandle);
+}
+
+BATON_INSTANTIATE_FOR_BACKENDS(SharedTest);
+
+}  // namespace
