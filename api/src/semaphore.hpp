@@ -157,6 +157,11 @@ class alignas(64) Semaphore : public Object {
       if (!x->onDevice(deviceHandle)) return true;
     return false;
   }
+  // Brings the semaphore up to what its counterparts reached or how they failed
+  // (ExternalTimeline::refresh), without querying recorded signals. No lock held.
+  void refreshExternals() {
+    for (const Ref<ExternalTimeline>& x : externals_) x->refresh(*this);
+  }
   // The handle is being destroyed: the counterparts stop forwarding (ExternalTimeline::detach).
   void detachExternals() {
     for (const Ref<ExternalTimeline>& x : externals_) x->detach();

@@ -755,7 +755,11 @@ class Completion {
   // is never raised). Such a submission must fail its signals, not reach them.
   void failIfReleasedByFailure(Record& r) {
     for (const core::Submission::Wait& w : r.submission->waits) {
-      if (!w.external || !w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
+      if (!w.external) continue;
+      // A counterpart that failed elsewhere (another process) released the GPU-side wait with
+      // its failure marker: learn of that failure before deciding.
+      w.semaphore->refreshExternals();
+      if (!w.semaphore->failed() || w.semaphore->value(false) >= w.value) continue;
       if (r.collectives.take())
         core::failSignals(*r.submission,
                           core::failedWait(q_->label, w, Result::ErrorSemaphoreFailed));
