@@ -22,6 +22,9 @@
 #include <vector>
 
 #include "fake_cuda.hpp"
+#ifdef FAKE_SELFTEST_HIP
+#include <hip/hip_runtime_api.h>
+#endif
 
 // The symbol an entry point resolves to, after cuda.h's versioning macros (cuStreamDestroy ->
 // cuStreamDestroy_v2).
@@ -1086,6 +1089,69 @@ TEST_F(FakeCudaMemOpsTest, IpcHandlesOpenInAnotherProcess) {
   EXPECT_EQ(hostFree_(pinned), CUDA_SUCCESS);
   EXPECT_EQ(memFree_(dev(device)), CUDA_SUCCESS);
 }
+
+#ifdef FAKE_SELFTEST_HIP
+// The HIP names of the same module (tests/hip/driver translates them onto the operations above):
+// the capability, host registration, the wait's flags and masks, the write, and IPC's flag.
+TEST_F(FakeCudaMemOpsTest, HipNamesTranslateOntoTheseOperations) {
+  auto hipAttribute = d_.get<decltype(&hipDeviceGetAttribute)>("hipDeviceGetAttribute");
+  auto hipRegister = d_.get<decltype(&hipHostRegister)>("hipHostRegister");
+  auto hipUnregister = d_.get<decltype(&hipHostUnregister)>("hipHostUnregister");
+  auto hipDevicePointer = d_.get<decltype(&hipHostGetDevicePointer)>("hipHostGetDevicePointer");
+  auto hipWait64 = d_.get<decltype(&hipStreamWaitValue64)>("hipStreamWaitValue64");
+  auto hipWait32 = d_.get<decltype(&hipStreamWaitValue32)>("hipStreamWaitValue32");
+  auto hipWrite64 = d_.get<decltype(&hipStreamWriteValue64)>("hipStreamWriteValue64");
+  auto hipIpcOpen = d_.get<decltype(&hipIpcOpenMemHandle)>("hipIpcOpenMemHandle");
+  if (!hipAttribute) GTEST_SKIP() << "the module exports no HIP names";
+  ASSERT_TRUE(hipRegister && hipUnregister && hipDevicePointer && hipWait64 && hipWait32 &&
+              hipWrite64 && hipIpcOpen);
+  int canWait = -1;
+  ASSERT_EQ(hipAttribute(&canWait, hipDeviceAttributeCanUseStreamWaitValue, 0), hipSuccess);
+  EXPECT_EQ(canWait, 1);
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(page, MAP_FAILED);
+  ASSERT_EQ(hipRegister(page, 4096, hipHostRegisterDefault), hipSuccess);
+  EXPECT_EQ(hipRegister(page, 4096, hipHostRegisterMapped), hipErrorHostMemoryAlreadyRegistered);
+  void* d = nullptr;
+  ASSERT_EQ(hipDevicePointer(&d, page, 0), hipSuccess);
+  auto* w = static_cast<uint64_t*>(d);
+  auto hs = [](CUstream s) { return reinterpret_cast<hipStream_t>(s); };
+  CUstream s = stream(), writer = stream();
+  EXPECT_EQ(hipWait64(hs(s), d, 5, hipStreamWaitValueGte, 0xFF), hipErrorInvalidValue)
+      << "CUDA has no masked GEQ";
+  EXPECT_EQ(hipWait64(hs(s), d, 5, 9, ~0ull), hipErrorInvalidValue);
+  ASSERT_EQ(hipWait64(hs(s), d, 5, hipStreamWaitValueGte, ~0ull), hipSuccess);
+  Flag after;
+  ASSERT_EQ(hostFunc_(s, &Flag::set, &after), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(after.value.load(), 0) << "the HIP wait did not hold its stream";
+  ASSERT_EQ(hipWrite64(hs(writer), d, 5, 0), hipSuccess);
+  EXPECT_TRUE(setWithin(after, 2000)) << "hipStreamWriteValue64 did not release the wait";
+  // And with a mask: ((*ptr & 0x0F) & 0x3) != 0.
+  __atomic_store_n(w, 0x10, __ATOMIC_RELEASE);
+  ASSERT_EQ(hipWait32(hs(s), d, 0x3, hipStreamWaitValueAnd, 0x0F), hipSuccess);
+  Flag masked;
+  ASSERT_EQ(hostFunc_(s, &Flag::set, &masked), CUDA_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(masked.value.load(), 0) << "0x10 & 0x0F & 0x3 is 0: the wait must hold";
+  __atomic_store_n(w, 0x11, __ATOMIC_RELEASE);
+  EXPECT_TRUE(setWithin(masked, 2000));
+  // Nor with a mask that clears a bit holds at once.
+  __atomic_store_n(w, ~0ull, __ATOMIC_RELEASE);
+  ASSERT_EQ(hipWait64(hs(s), d, 0, hipStreamWaitValueNor, 0xFF), hipSuccess);
+  Flag nor;
+  ASSERT_EQ(hostFunc_(s, &Flag::set, &nor), CUDA_SUCCESS);
+  EXPECT_TRUE(setWithin(nor, 2000));
+  EXPECT_EQ(streamSync_(s), CUDA_SUCCESS);
+  void* opened = nullptr;
+  hipIpcMemHandle_t none{};
+  EXPECT_EQ(hipIpcOpen(&opened, none, 1), hipErrorInvalidValue) << "HIP's only flag is 0";
+  EXPECT_EQ(hipUnregister(page), hipSuccess);
+  EXPECT_EQ(hipUnregister(page), hipErrorHostMemoryNotRegistered);
+  for (CUstream x : {s, writer}) EXPECT_EQ(streamDestroy_(x), CUDA_SUCCESS);
+  munmap(page, 4096);
+}
+#endif  // FAKE_SELFTEST_HIP
 
 // The child side of the cross-process tests (skipped unless BATON_FAKE_SELFTEST_CHILD is set).
 class FakeCudaChildProcess : public FakeCudaMemOpsTest {};
