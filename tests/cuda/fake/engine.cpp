@@ -161,6 +161,8 @@ const Config& config() {
     if (k.devices > 16) k.devices = 16;
     k.strict = envFlag("BATON_FAKE_CUDA_STRICT");
     k.stats = envFlag("BATON_FAKE_CUDA_STATS");
+    k.memOps64 = !envFlag("BATON_FAKE_CUDA_NO_MEMOPS64");
+    k.shareableAllocations = envFlag("BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS");
     return k;
   }();
   return c;
@@ -343,4 +345,6 @@ extern "C" __attribute__((visibility("default"))) void batonFakeCudaStats(BatonF
   out->execUpdates = get(gCounters.execUpdates);
   out->execUpdatesRefused = get(gCounters.execUpdatesRefused);
   out->opsCaptured = get(gCounters.opsCaptured);
+  out->valueWaitsBlocked = get(gCounters.valueWaitsBlocked);
+  out->valueWaitsLost = get(gCounters.valueWaitsLost);
 }

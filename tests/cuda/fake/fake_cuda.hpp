@@ -13,7 +13,9 @@
 // The files: fake_cuda.hpp (this: what is modelled, and the engine's interface), engine.cpp (the
 // streams' worker threads, recorded positions, the host-function rule, configuration, counters),
 // devices.cpp (init, error names, devices, contexts), streams.cpp (streams, events, host
-// functions), memory.cpp (allocation, copies, fills, pools), graphs.cpp (graphs, capture); where
+// functions), memory.cpp (allocation, host registration, the address ranges, copies, fills,
+// pools), memops.cpp (stream memory operations), vmm.cpp (virtual memory management), ipc.cpp
+// (IPC memory handles), graphs.cpp (graphs, capture); where
 // nccl.h is found, nccl.cpp (communicators), nccl_collectives.cpp (collectives, sends, receives,
 // groups) and nccl_reduce.cpp (element types, reductions): the NCCL names, below.
 //
@@ -29,6 +31,13 @@
 //   BATON_FAKE_CUDA_STRICT=1         a driver call from inside a host function aborts the process
 //                                    (after its message), so that a test run fails on it.
 //   BATON_FAKE_CUDA_STATS=1          print the counters below to stderr when the module unloads.
+//   BATON_FAKE_CUDA_NO_MEMOPS64=1    a driver without 64-bit stream memory operations:
+//                                    CAN_USE_64_BIT_STREAM_MEM_OPS reports 0 and
+//                                    cuStreamWaitValue64/cuStreamWriteValue64 answer
+//                                    CUDA_ERROR_NOT_SUPPORTED (the 32-bit ones still work).
+//   BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS=1  every cuMemAlloc allocation is a memfd of its own,
+//                                    mapped shared, so that cuIpcGetMemHandle works (M4); by
+//                                    default they are heap memory, which AddressSanitizer watches.
 // The counters are also exported: `void batonFakeCudaStats(BatonFakeCudaStats*)` (see below),
 // found with dlsym in the loaded driver. Every device reports compute capability 9.0 (an H100's)
 // unless a test sets another: `int batonFakeCudaSetComputeCapability(int device, int major, int
@@ -117,6 +126,61 @@
 //      hipHostFree, through the translation library, make one). Its
 //      cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph.
 //      cuStreamEndCapture of a stream not capturing: CUDA_ERROR_ILLEGAL_STATE.
+//  M1. Host registration ("Memory Management": cuMemHostRegister, cuMemHostUnregister,
+//      cuMemHostGetDevicePointer). Registering records the range (nothing is page-locked); it
+//      then counts as page-locked for copies (behaviour 11) and as device memory for M3. Flags
+//      PORTABLE, DEVICEMAP, READ_ONLY are accepted (the device pointer is the host pointer, with or
+//      without DEVICEMAP, as on the H100); IOMEMORY is INVALID_VALUE (there is no I/O memory).
+//      Answers as measured on the H100 (driver 580): null, size 0 or unknown flags, memory of
+//      cuMemHostAlloc or cuMemAlloc: INVALID_VALUE; overlapping a registered range:
+//      HOST_MEMORY_ALREADY_REGISTERED; cuMemHostUnregister of an address inside a range but not
+//      its base: INVALID_VALUE, of one outside every range: HOST_MEMORY_NOT_REGISTERED; and
+//      cuMemHostUnregister first synchronizes the current context (on the H100 it blocked while
+//      a stream wait on the range was pending). cuMemHostGetDevicePointer: any address inside
+//      registered or cuMemHostAlloc memory; flags other than 0, or other memory: INVALID_VALUE.
+//  M2. Virtual memory management with POSIX descriptors ("Virtual Memory Management"; vmm.cpp
+//      says how): cuMemGetAllocationGranularity (2 MiB, minimum and recommended, as the H100),
+//      cuMemCreate (pinned, on a device, requested handle types none or
+//      POSIX_FILE_DESCRIPTOR; a memfd), cuMemRelease, cuMemExportToShareableHandle (a new
+//      close-on-exec descriptor the caller owns), cuMemImportFromShareableHandle (the caller keeps
+//      its descriptor; a descriptor from another process, by SCM_RIGHTS or inheritance, works),
+//      cuMemGetAllocationPropertiesFromHandle, cuMemRetainAllocationHandle,
+//      cuMemAddressReserve/Free, cuMemMap (offset 0), cuMemUnmap (whole mappings), cuMemSetAccess.
+//      The bytes live until the last descriptor, handle or mapping of them in any process is
+//      gone. A mapping is inaccessible until cuMemSetAccess: the fake's host access faults (a
+//      GPU's would be an illegal address) and stream memory operations on it are INVALID_VALUE
+//      at the call, as on the H100. Copies and fills work on mapped addresses like on any other.
+//      VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED and HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED are 1.
+//  M3. Stream memory operations ("Stream Memory Operations"; memops.cpp): cuStreamWaitValue32/64,
+//      cuStreamWriteValue32/64 (the _v2 names). A wait holds up only its stream's later work
+//      until its condition holds: GEQ is cyclic, (int64_t)(*addr - value) >= 0 ((int32_t) for
+//      32 bits: a word of ~0 does not release a wait for 9,000,000, one of 2^62 does), EQ, AND,
+//      NOR. The stream's worker polls the word with acquire loads — spinning (yielding) for
+//      20 µs, then sleeping in steps doubling from 10 µs to 200 µs — so a write by the host, by
+//      another stream or by another process mapping the same memory releases it within about
+//      200 µs. A write is a release store run in stream order (the default flags' barrier:
+//      whatever the stream did before is visible to whoever sees the value). Addresses must be
+//      device memory (cuMemAlloc, pools, cuMemHostAlloc, registered host memory, accessible
+//      mappings, opened IPC memory) aligned to the word; else INVALID_VALUE at the call.
+//      CU_STREAM_WAIT_VALUE_FLUSH: NOT_SUPPORTED (CAN_FLUSH_REMOTE_WRITES is 0, as on the H100);
+//      CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER: INVALID_VALUE ("not supported in the v2 API",
+//      and so answered by the H100). cuStreamSynchronize, cuCtxSynchronize and the frees that
+//      synchronize block while a wait is pending; cuStreamDestroy returns at once (behaviour 9).
+//      On a capturing stream they become nodes of the capture (G5), as the H100 captures them.
+//      In sync mode a wait runs inside the call that enqueues it: the call returns once the
+//      condition holds, so the writer must be another thread or process. Memory freed, unmapped
+//      or unregistered under a pending operation (elsewhere than the synchronizing frees): the
+//      operation ends without touching it, with a message (abort under STRICT), counted in
+//      valueWaitsLost. CAN_USE_64_BIT_STREAM_MEM_OPS and CAN_USE_STREAM_WAIT_VALUE_NOR are 1.
+//  M4. CUDA IPC memory (ipc.cpp): cuIpcGetMemHandle, cuIpcOpenMemHandle, cuIpcCloseMemHandle for
+//      cuMemAlloc memory under BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS=1 (otherwise
+//      cuIpcGetMemHandle answers NOT_SUPPORTED, with a message). As measured on the H100: an
+//      address inside the allocation is accepted; other memory is INVALID_VALUE; opening in the
+//      exporting process is INVALID_CONTEXT; a second open returns the same address and needs a
+//      second close; closing another address is INVALID_VALUE. The importer maps the exporter's
+//      memfd through /proc/<pid>/fd. Freed by the exporter while opened (undefined behaviour
+//      for the driver): the importer keeps the bytes as they were, and nothing it writes is seen
+//      by the exporter; a handle opened after the free is INVALID_HANDLE.
 // What follows for tests: work of two streams on the same memory with no event between them runs
 // concurrently on host memory, so ThreadSanitizer reports it as a data race (on a GPU its result
 // is undefined too); a stream never destroyed (or whose cuStreamDestroy failed under baton's fault
@@ -128,10 +192,13 @@
 //     (stream::DriverFaults, at its wrapper around every driver call) stands in for them.
 //   - The legacy default stream's implicit synchronisation: the null stream (and
 //     CU_STREAM_LEGACY / CU_STREAM_PER_THREAD) is one more in-order stream of the context.
-//   - Kernels and modules (so no kernel nodes), external semaphores and external memory, stream
-//     value waits and writes, graph nodes other than those of G1, graph queries and node
-//     setters, cross-stream capture, priorities, IPC, peer access, cross-context handle checks;
-//     stream and event flags other than CU_EVENT_BLOCKING_SYNC and CU_EVENT_DISABLE_TIMING.
+//   - Kernels and modules (so no kernel nodes), external semaphores and external memory,
+//     cuStreamBatchMemOp and memory-operation graph nodes added by hand, graph nodes other than
+//     those of G1, graph queries and node setters, cross-stream capture, priorities, IPC events,
+//     peer access, cross-context handle checks; stream and event flags other than
+//     CU_EVENT_BLOCKING_SYNC and CU_EVENT_DISABLE_TIMING.
+//   - Page-locking, read-only registration (a write to READ_ONLY memory succeeds), host or NUMA
+//     locations of cuMemCreate, multicast, mapping at an offset, splitting mappings.
 //   - Memory limits: every allocation comes from the host heap; cuMemGetInfo reports 1 GiB.
 //   - Device-side timing: elapsed times are host times of the worker threads.
 //
@@ -274,6 +341,9 @@ struct BatonFakeCudaStats {
   // Graphs (graphs.cpp): graphs and executable graphs not yet destroyed; launches; updates that
   // succeeded and that were refused; ops captured from streams.
   uint64_t graphsLive, execsLive, graphLaunches, execUpdates, execUpdatesRefused, opsCaptured;
+  // Stream memory operations (memops.cpp): value waits that found their condition unmet when the
+  // stream reached them; waits and writes whose memory was freed or unregistered while pending.
+  uint64_t valueWaitsBlocked, valueWaitsLost;
 };
 extern "C" void batonFakeCudaStats(BatonFakeCudaStats* out);
 
@@ -301,6 +371,8 @@ struct Config {
   int devices = 1;
   bool strict = false;
   bool stats = false;
+  bool memOps64 = true;               // !BATON_FAKE_CUDA_NO_MEMOPS64
+  bool shareableAllocations = false;  // BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS
 };
 const Config& config();
 
@@ -308,7 +380,8 @@ struct Counters {
   std::atomic<uint64_t> hostFunctionViolations{0}, opsExecuted{0}, eventQueryNotReady{0},
       eventSyncBlocked{0}, streamWaitsBlocked{0}, streamSyncBlocked{0}, streamsLive{0},
       eventsLive{0}, allocationsLive{0}, graphsLive{0}, execsLive{0}, graphLaunches{0},
-      execUpdates{0}, execUpdatesRefused{0}, opsCaptured{0};
+      execUpdates{0}, execUpdatesRefused{0}, opsCaptured{0}, valueWaitsBlocked{0},
+      valueWaitsLost{0};
 };
 extern Counters gCounters;
 
@@ -389,6 +462,53 @@ bool waitFor(Stream& stream, uint64_t position, bool spin);
 bool synchronizeContext(CUcontext context, bool* capturing = nullptr);
 
 int64_t nowNs();
+
+// ---- Device-visible address ranges (memory.cpp; behaviours M1-M4) ------------------------------
+// Every range a device pointer may fall in: what stream memory operations and
+// cuMemHostGetDevicePointer check their addresses against. Ranges never overlap.
+enum class RangeKind {
+  Device,      // cuMemAlloc (heap, or a memfd mapping with BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS)
+  Pool,        // cuMemAllocFromPoolAsync
+  HostAlloc,   // cuMemHostAlloc (page-locked)
+  Registered,  // cuMemHostRegister (page-locked)
+  Mapped,      // cuMemMap of a cuMemCreate allocation (vmm.cpp)
+  IpcOpened,   // cuIpcOpenMemHandle (vmm.cpp)
+};
+struct AddressRange {
+  uintptr_t base = 0;
+  size_t size = 0;
+  RangeKind kind = RangeKind::Device;
+  unsigned flags = 0;      // Registered: the cuMemHostRegister flags
+  bool accessible = true;  // Mapped: false until cuMemSetAccess grants read or write
+};
+// Records a range. A range it overlaps is a stale one (host memory freed while still registered,
+// say): it is dropped, with a message. With `refuseOverlap`, nothing changes and false is returned.
+bool addRange(const AddressRange& range, bool refuseOverlap = false);
+// Forgets the range that starts at `base`, if it is of one of `kinds` (a bit per RangeKind);
+// returns whether there was one, and its description in *out.
+bool removeRange(uintptr_t base, unsigned kinds, AddressRange* out = nullptr);
+inline constexpr unsigned kindBit(RangeKind k) { return 1u << static_cast<unsigned>(k); }
+// The range holding [address, address + bytes), if any.
+bool findRange(uintptr_t address, size_t bytes, AddressRange* out);
+// Marks the mapped ranges inside [base, base + size) accessible or not (cuMemSetAccess).
+void setAccessible(uintptr_t base, size_t size, bool accessible);
+// Runs `fn` with the range registry locked for reading, if [address, address + bytes) is still
+// a known range: a stream memory operation reads or writes its word through this, so that a
+// range being freed or unregistered (which takes the lock for writing first) cannot be unmapped
+// under it. Returns false, without calling `fn`, when the range is gone.
+bool withLiveRange(uintptr_t address, size_t bytes, const std::function<void()>& fn);
+
+// cuMemAlloc's memfds under BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS are named this prefix and a
+// serial number (unique in the process), which cuIpcGetMemHandle puts in the handle and
+// cuIpcOpenMemHandle checks (ipc.cpp). cuMemCreate's are named kVmmMemfdPrefix and the device.
+inline constexpr char kIpcMemfdPrefix[] = "baton-fake-cuda-ipc:";
+inline constexpr char kVmmMemfdPrefix[] = "baton-fake-cuda-vmm:";
+// The memfd, mapped size and serial of a shareable cuMemAlloc allocation starting at `base`.
+bool shareableAllocation(uintptr_t base, int* fd, size_t* size, uint64_t* serial);
+
+// The stream memory operations' reports (memops.cpp): an operation whose memory went away while
+// it was pending (message; abort under STRICT).
+void memoryOpLostItsRange(const char* what, uintptr_t address);
 
 }  // namespace fake_cuda
 

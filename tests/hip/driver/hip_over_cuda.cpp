@@ -39,13 +39,20 @@
 //     import, modules (the tests' PTX kernels load and launch through HIP names), graphs of
 //     empty, 1D copy, fill, host and child nodes, their instantiation, launch and update, and
 //     stream capture;
+//   - what processes share: host registration (hipHostRegister, hipHostUnregister; device
+//     pointers from hipHostGetDevicePointer), IPC memory handles (hipIpcGetMemHandle,
+//     hipIpcOpenMemHandle, hipIpcCloseMemHandle), and the stream memory operations
+//     (hipStreamWaitValue32/64, hipStreamWriteValue32/64) where the driver exports CUDA's _v2
+//     ones, hipDeviceAttributeCanUseStreamWaitValue reporting the device's
+//     CAN_USE_64_BIT_STREAM_MEM_OPS (0 without them). HIP's wait mask is translated only where
+//     CUDA's condition is the same (hip_over_cuda_execution.cpp says which);
 //   - hipGetErrorName/hipGetErrorString for every hipError_t of 5.2, and a CUresult mapping that
 //     keeps CUDA's sticky errors sticky.
 //
 // What it leaves out on purpose, so that baton takes the paths it takes on ROCm 5.2:
 //   - hipLaunchHostFunc (5.2 declares it but does not export it; baton uses hipStreamAddCallback);
 //   - the external semaphore entries (5.2 has no timeline handle type; baton bridges semaphores
-//     on HIP) and hipStreamWaitValue64/hipStreamWriteValue64 (baton's value waits stay off).
+//     on HIP).
 // Built into the fake driver, it also leaves out what that emulation has no CUDA entry point for
 // (HIP_OVER_CUDA_NO_MODULES, HIP_OVER_CUDA_NO_EXTERNAL_MEMORY): one emulation, two name sets.
 //

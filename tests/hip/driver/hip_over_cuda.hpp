@@ -45,7 +45,10 @@
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddEmptyNode) X(cuGraphAddMemcpyNode)          \
   X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) X(cuGraphAddChildGraphNode)                  \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecUpdate)          \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)                     \
+  X(cuStreamWaitValue32) X(cuStreamWaitValue64) X(cuStreamWriteValue32)                      \
+  X(cuStreamWriteValue64) X(cuMemHostRegister) X(cuMemHostUnregister)                        \
+  X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle)
 // clang-format on
 
 // Hidden, inline functions included: the module exports the hip* entry points only.

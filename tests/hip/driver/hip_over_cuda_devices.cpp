@@ -148,6 +148,12 @@ hipError_t hipDeviceGetAttribute(int* pi, hipDeviceAttribute_t attr, int deviceI
   if (!validOrdinal(*c, deviceId)) return hipErrorInvalidDevice;
   CUdevice_attribute a;
   if (!cudaAttribute(attr, &a)) return hipErrorInvalidValue;
+  // The value waits and writes are this library's only where the driver exports them.
+  if (attr == hipDeviceAttributeCanUseStreamWaitValue &&
+      !(c->cuStreamWaitValue64 && c->cuStreamWriteValue64)) {
+    *pi = 0;
+    return hipSuccess;
+  }
   return fromCuda(c->cuDeviceGetAttribute(pi, a, c->devices[deviceId]));
 }
 

@@ -230,3 +230,86 @@ hipError_t hipModuleUnload(hipModule_t module) {
 #endif  // HIP_OVER_CUDA_NO_MODULES
 
 }  // extern "C"
+
+// ---- stream memory operations -----------------------------------------------------------------
+
+namespace {
+
+// HIP's waits take a mask that CUDA's do not: "waits until (*ptr & mask) <op> value". Each is
+// translated only where CUDA's condition is the same one:
+//   - Gte and Eq with every bit of the mask set: CUDA's GEQ and EQ. (CUDA's GEQ is cyclic,
+//     (int64_t)(*ptr - value) >= 0; it differs from a plain >= only for values 2^63 or more
+//     apart.) Another mask has no CUDA form: hipErrorInvalidValue.
+//   - And: ((*ptr & mask) & value) != 0 is CUDA's AND with value & mask.
+//   - Nor: ~((*ptr & mask) | (value & mask)) != 0 holds at once when a bit of the mask is clear
+//     (that bit of the NOR is 1): nothing to wait for. With every bit set it is CUDA's NOR.
+// The flag values (hipStreamWaitValueGte...) are mapped by name. `ptr` is a device address: of
+// hipMalloc memory, or of registered host memory (hipHostGetDevicePointer).
+template <class Word, class Wait>
+hipError_t waitValue(Cuda& c, Wait wait, hipStream_t stream, void* ptr, Word value,
+                     unsigned int flags, Word mask) {
+  constexpr Word kAll = static_cast<Word>(~Word(0));
+  unsigned cuFlags;
+  switch (flags) {
+    case hipStreamWaitValueGte:
+      if (mask != kAll) return hipErrorInvalidValue;
+      cuFlags = CU_STREAM_WAIT_VALUE_GEQ;
+      break;
+    case hipStreamWaitValueEq:
+      if (mask != kAll) return hipErrorInvalidValue;
+      cuFlags = CU_STREAM_WAIT_VALUE_EQ;
+      break;
+    case hipStreamWaitValueAnd:
+      cuFlags = CU_STREAM_WAIT_VALUE_AND;
+      value &= mask;
+      break;
+    case hipStreamWaitValueNor:
+      if (mask != kAll) return hipSuccess;  // always satisfied (above)
+      cuFlags = CU_STREAM_WAIT_VALUE_NOR;
+      break;
+    default: return hipErrorInvalidValue;
+  }
+  if (!ptr) return hipErrorInvalidValue;
+  if (hipError_t e = ensureContextFor(c, stream)) return e;
+  return fromCuda(wait(cu(stream), hip_over_cuda::dptr(ptr), value, cuFlags));
+}
+
+}  // namespace
+
+extern "C" {
+
+hipError_t hipStreamWaitValue32(hipStream_t stream, void* ptr, uint32_t value, unsigned int flags,
+                                uint32_t mask) {
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuStreamWaitValue32);
+  return waitValue<uint32_t>(*c, c->cuStreamWaitValue32, stream, ptr, value, flags, mask);
+}
+
+hipError_t hipStreamWaitValue64(hipStream_t stream, void* ptr, uint64_t value, unsigned int flags,
+                                uint64_t mask) {
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuStreamWaitValue64);
+  return waitValue<uint64_t>(*c, c->cuStreamWaitValue64, stream, ptr, value, flags, mask);
+}
+
+// HIP's write flags are "reserved, ignored"; CUDA's default write (ordered after the stream's
+// earlier work, with a memory barrier) is what HIP documents.
+hipError_t hipStreamWriteValue32(hipStream_t stream, void* ptr, uint32_t value, unsigned int) {
+  if (!ptr) return hipErrorInvalidValue;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuStreamWriteValue32);
+  if (hipError_t e = ensureContextFor(*c, stream)) return e;
+  return fromCuda(c->cuStreamWriteValue32(cu(stream), hip_over_cuda::dptr(ptr), value,
+                                          CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+
+hipError_t hipStreamWriteValue64(hipStream_t stream, void* ptr, uint64_t value, unsigned int) {
+  if (!ptr) return hipErrorInvalidValue;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuStreamWriteValue64);
+  if (hipError_t e = ensureContextFor(*c, stream)) return e;
+  return fromCuda(c->cuStreamWriteValue64(cu(stream), hip_over_cuda::dptr(ptr), value,
+                                          CU_STREAM_WRITE_VALUE_DEFAULT));
+}
+
+}  // extern "C"

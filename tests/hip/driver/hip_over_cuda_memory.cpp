@@ -1,6 +1,9 @@
 // The memory calls of the HIP-over-CUDA translation library (hip_over_cuda.cpp says what the
-// library is for): device and pinned host memory, copies and fills, the device's default
-// stream-ordered pool, and memory imported from Vulkan (OPAQUE_FD).
+// library is for): device and pinned host memory, host registration, IPC memory handles, copies
+// and fills, the device's default stream-ordered pool, and memory imported from Vulkan
+// (OPAQUE_FD).
+#include <cstring>
+
 #include "hip_over_cuda.hpp"
 
 namespace {
@@ -84,6 +87,74 @@ hipError_t hipHostGetDevicePointer(void** devPtr, void* hstPtr, unsigned int fla
   if (CUresult r = c->cuMemHostGetDevicePointer(&d, hstPtr, flags)) return fromCuda(r);
   *devPtr = pointer(d);
   return hipSuccess;
+}
+
+// HIP's flags mapped by name. hipHostRegisterDefault (0) means "mapped and portable" in HIP, so it
+// asks CUDA for both; Portable, Mapped and IoMemory are CUDA's flags of the same meaning.
+// hipExtHostRegisterCoarseGrained steers AMD's cache coherence and has no CUDA meaning: accepted,
+// with no effect (it must not reach CUDA, where 0x8 is CU_MEMHOSTREGISTER_READ_ONLY).
+hipError_t hipHostRegister(void* hostPtr, size_t sizeBytes, unsigned int flags) {
+  constexpr unsigned kKnown = hipHostRegisterPortable | hipHostRegisterMapped |
+                              hipHostRegisterIoMemory | hipExtHostRegisterCoarseGrained;
+  if (!hostPtr || sizeBytes == 0 || (flags & ~kKnown)) return hipErrorInvalidValue;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuMemHostRegister);
+  if (hipError_t e = ensureContext(*c)) return e;
+  unsigned cuFlags = 0;
+  if ((flags & (hipHostRegisterPortable | hipHostRegisterMapped)) == 0)
+    cuFlags |= CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP;
+  if (flags & hipHostRegisterPortable) cuFlags |= CU_MEMHOSTREGISTER_PORTABLE;
+  if (flags & hipHostRegisterMapped) cuFlags |= CU_MEMHOSTREGISTER_DEVICEMAP;
+  if (flags & hipHostRegisterIoMemory) cuFlags |= CU_MEMHOSTREGISTER_IOMEMORY;
+  return fromCuda(c->cuMemHostRegister(hostPtr, sizeBytes, cuFlags));
+}
+
+hipError_t hipHostUnregister(void* hostPtr) {
+  if (!hostPtr) return hipErrorInvalidValue;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuMemHostUnregister);
+  if (hipError_t e = ensureContext(*c)) return e;
+  return fromCuda(c->cuMemHostUnregister(hostPtr));
+}
+
+// ---- IPC memory handles ---------------------------------------------------------------------
+
+// The 64 bytes of CUDA's handle, unchanged (both are 64 bytes by definition).
+hipError_t hipIpcGetMemHandle(hipIpcMemHandle_t* handle, void* devPtr) {
+  if (!handle || !devPtr) return hipErrorInvalidValue;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuIpcGetMemHandle);
+  if (hipError_t e = ensureContext(*c)) return e;
+  static_assert(sizeof(hipIpcMemHandle_t) == sizeof(CUipcMemHandle));
+  CUipcMemHandle h{};
+  if (CUresult r = c->cuIpcGetMemHandle(&h, dptr(devPtr))) return fromCuda(r);
+  std::memcpy(handle, &h, sizeof h);
+  return hipSuccess;
+}
+
+// HIP's only flag, hipIpcMemLazyEnablePeerAccess, is 0; CUDA's CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
+// (1) is what the CUDA runtime always passes, and the driver asks for it.
+hipError_t hipIpcOpenMemHandle(void** devPtr, hipIpcMemHandle_t handle, unsigned int flags) {
+  if (!devPtr || flags != hipIpcMemLazyEnablePeerAccess) return hipErrorInvalidValue;
+  *devPtr = nullptr;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuIpcOpenMemHandle);
+  if (hipError_t e = ensureContext(*c)) return e;
+  CUipcMemHandle h{};
+  std::memcpy(&h, &handle, sizeof h);
+  CUdeviceptr d = 0;
+  if (CUresult r = c->cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
+    return fromCuda(r);
+  *devPtr = pointer(d);
+  return hipSuccess;
+}
+
+hipError_t hipIpcCloseMemHandle(void* devPtr) {
+  if (!devPtr) return hipErrorInvalidValue;
+  HIP_OVER_CUDA_DRIVER(c);
+  HIP_OVER_CUDA_NEED(c, cuIpcCloseMemHandle);
+  if (hipError_t e = ensureContext(*c)) return e;
+  return fromCuda(c->cuIpcCloseMemHandle(dptr(devPtr)));
 }
 
 // Every kind copies by address (unified addressing: CUDA infers the direction, as HIP does for
