@@ -79,7 +79,47 @@ void State::run() {
   }
 }
 
+// The release thread's queue. Never destroyed, like State.
+struct Releases {
+  std::mutex mutex;
+  std::condition_variable work;
+  std::vector<std::function<void()>> queue;  // mutex
+  bool started = false;                      // mutex
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      work.wait(lock, [&] { return !queue.empty(); });
+      std::vector<std::function<void()>> batch;
+      batch.swap(queue);
+      lock.unlock();
+      for (std::function<void()>& f : batch) f();
+      batch.clear();
+      lock.lock();
+    }
+  }
+};
+Releases* gReleases = nullptr;
+std::once_flag gReleasesOnce;
+
 }  // namespace
+
+void Watchdog::releaseLater(std::function<void()> release) {
+  std::call_once(gReleasesOnce, [] {
+    gReleases = new Releases;
+    pthread_atfork(nullptr, nullptr, [] { gReleases = new Releases; });
+  });
+  Releases& r = *gReleases;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.queue.push_back(std::move(release));
+  if (!r.started) {
+    r.started = true;
+    Releases* self = &r;
+    std::thread t([self] { self->run(); });
+    pthread_setname_np(t.native_handle(), "baton-release");
+    t.detach();
+  }
+  r.work.notify_one();
+}
 
 void Watchdog::watch(std::function<bool(uint64_t nowNs)> check, uint64_t periodNs) {
   State& s = state();

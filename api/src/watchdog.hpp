@@ -18,6 +18,12 @@ class Watchdog {
   // block for long (it delays the others); it may call watch(). Thread safe. A child
   // process made by fork starts with no checks (its parent's are about the parent's objects).
   static void watch(std::function<bool(uint64_t nowNs)> check, uint64_t periodNs);
+  // Runs `release` on a thread of its own ("baton-release", started with the first), in the
+  // order given, for releases that may block until a device drains (unregistering host memory
+  // synchronizes with the device's work, which may itself wait on something another release or
+  // a check would end): they must block neither the thread that dropped the object (a completion
+  // thread, the watchdog) nor each other's progress for long. Thread safe.
+  static void releaseLater(std::function<void()> release);
 };
 
 }  // namespace baton::core

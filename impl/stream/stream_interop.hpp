@@ -18,6 +18,7 @@
 #include "device_shared.hpp"
 #include "object.hpp"
 #include "stream_driver.hpp"
+#include "watchdog.hpp"
 
 namespace baton::stream {
 namespace {
@@ -62,13 +63,17 @@ class StreamSharedWord final : public core::DeviceTimeline {
         mapping_(mapping),
         size_(size),
         address_(address) {}
+  // Unregistering synchronizes with the device's work, which may wait for what the thread
+  // dropping this (a completion thread, the watchdog) would release: so on the release thread.
   ~StreamSharedWord() override {
-    {
-      ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
-                         "unregistering a shared timeline's page");
-      (void)shared_->driver.hostUnregister(mapping_);
-    }
-    munmap(mapping_, size_);
+    core::Watchdog::releaseLater([shared = std::move(shared_), mapping = mapping_, size = size_] {
+      {
+        ContextScope scope(shared->driver, shared->config.context, ContextScope::kRelease,
+                           "unregistering a shared timeline's page");
+        (void)shared->driver.hostUnregister(mapping);
+      }
+      munmap(mapping, size);
+    });
   }
   Status enqueueWait(void* stream, uint64_t value) override {
     return shared_->driver.streamWaitValue64(stream, address_, value);

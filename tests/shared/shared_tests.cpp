@@ -4,6 +4,7 @@
 // signal must hold with either side submitted first, failures must reach every process, and a
 // process that dies must fail its peers' waits within 100 ms instead of hanging them.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,6 +21,9 @@
 #include <vector>
 
 #include "backend_fixture.hpp"
+#ifdef BATON_SHARED_FAKE_STATS
+#include "fake_cuda.hpp"
+#endif
 
 namespace {
 
@@ -115,6 +119,28 @@ size_t openFds() {
   return n;
 }
 
+// The fake driver's count of stream value waits that held a stream
+// (BatonFakeCudaStats::valueWaitsBlocked, from the module baton loaded for `backend`); -1 where
+// that is not the fake (a real driver) or the fake is not built.
+int64_t fakeValueWaitsBlocked(BackendKind backend) {
+#ifdef BATON_SHARED_FAKE_STATS
+  const char* path =
+      std::getenv(backend == BackendKind::Hip ? "BATON_HIP_DRIVER" : "BATON_CUDA_DRIVER");
+  if (!path || !*path) return -1;
+  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (!library) return -1;
+  auto* stats =
+      reinterpret_cast<void (*)(BatonFakeCudaStats*)>(dlsym(library, "batonFakeCudaStats"));
+  BatonFakeCudaStats st{};
+  if (stats) stats(&st);
+  dlclose(library);
+  return stats ? static_cast<int64_t>(st.valueWaitsBlocked) : -1;
+#else
+  (void)backend;
+  return -1;
+#endif
+}
+
 std::string failureReason(Semaphore s) {
   char reason[1024] = {};
   EXPECT_OK(s.getFailureReason(reason, sizeof reason));
@@ -176,6 +202,15 @@ TEST_P(SharedTest, AQueueWaitsForAValueAnotherProcessSignalsLater) {
   Peer peer = spawnWith(*s, "queue-signal", {"3"});
   ASSERT_OK(done->wait(1, kLongNs)) << peer.output;
   EXPECT_EQ(peer.finish(), 0) << peer.output;
+  // On the fake driver: the wait was GPU-side (a stream value wait held the stream) unless the
+  // driver was told to lack 64-bit stream memory operations (then the host bridged it).
+  const int64_t blocked = fakeValueWaitsBlocked(backend());
+  if (blocked >= 0) {
+    if (std::getenv("BATON_FAKE_CUDA_NO_MEMOPS64"))
+      EXPECT_EQ(blocked, 0) << "a device without 64-bit memory operations waits on the host";
+    else
+      EXPECT_GT(blocked, 0) << "the device waited on the host, not GPU-side";
+  }
 }
 
 // The other way: the peer's queue waits (wait-before-signal) for a value this process signals
