@@ -64,6 +64,14 @@ void printDevice(baton::PhysicalDevice device, uint32_t index) {
   baton::capabilityNames(p.capabilities, names.data(), names.size());
   std::printf("      capabilities  0x%" PRIx64 " %s\n", p.capabilities,
               names[0] ? names.data() : "(none)");
+  // How this device's queues hand shared semaphores' values to other processes (docs/guide.md,
+  // 'Across processes').
+  const char* across = "host queues: values pass through the shared page";
+  if (p.backend != baton::BackendKind::Host)
+    across = (p.capabilities & baton::kCapabilityStreamMemOps64)
+                 ? "shared semaphores GPU-side (64-bit stream memory operations)"
+                 : "shared semaphores bridged by the host (no 64-bit stream memory operations)";
+  std::printf("      processes     %s\n", across);
 }
 
 }  // namespace

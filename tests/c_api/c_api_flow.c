@@ -7,6 +7,7 @@
 #include <baton/baton.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "c_check.h"
 
@@ -136,6 +137,60 @@ int c_api_flow_semaphores(char* why, size_t capacity) {
   CHECK_OK(baton_semaphore_destroy(a));
   CHECK_OK(baton_semaphore_destroy(b));
   EXPECT_RESULT(BATON_ERROR_INVALID_HANDLE, baton_semaphore_signal(a, 8));
+  CHECK_OK(baton_instance_destroy(instance));
+  return 0;
+}
+
+/* A shareable semaphore exported and imported again (in this process: the two-process cases are
+ * tests/shared's): one timeline under two handles, and the refusals. */
+int c_api_flow_shared_semaphores(char* why, size_t capacity) {
+  baton_instance instance = BATON_NULL_HANDLE;
+  CHECK_OK(baton_create_instance(NULL, &instance));
+  baton_semaphore shared = BATON_NULL_HANDLE, imported = BATON_NULL_HANDLE;
+  baton_semaphore_create_info info = BATON_SEMAPHORE_CREATE_INFO_INIT;
+  info.initial_value = 2;
+  info.debug_name = "shared";
+  info.flags = BATON_SEMAPHORE_SHAREABLE;
+  CHECK_OK(baton_instance_create_semaphore(instance, &info, &shared));
+  int fd = -1;
+  CHECK_OK(baton_semaphore_export_fd(shared, &fd));
+  REQUIRE(fd >= 0);
+  baton_semaphore_import_info import_info = BATON_SEMAPHORE_IMPORT_INFO_INIT;
+  import_info.fd = fd;
+  import_info.debug_name = "imported";
+  CHECK_OK(baton_instance_import_semaphore(instance, &import_info, &imported));
+  close(fd);
+  uint64_t value = 0;
+  CHECK_OK(baton_semaphore_get_value(imported, &value));
+  REQUIRE(value == 2);
+  CHECK_OK(baton_semaphore_signal(imported, 4));
+  CHECK_OK(baton_semaphore_wait(shared, 4, BATON_WAIT_FOREVER));
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
+                baton_semaphore_signal(shared, BATON_SHARED_SEMAPHORE_MAX_VALUE + 1));
+  CHECK_OK(baton_semaphore_fail(shared, "stopped"));
+  EXPECT_RESULT(BATON_ERROR_SEMAPHORE_FAILED, baton_semaphore_wait(imported, 5, 0));
+  REQUIRE(strstr(baton_last_error_message(), "stopped") != NULL);
+
+  /* Refusals: no descriptor, a null info, a semaphore that is not shareable, an unknown flag. */
+  import_info.fd = -1;
+  baton_semaphore none = BATON_NULL_HANDLE;
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
+                baton_instance_import_semaphore(instance, &import_info, &none));
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
+                baton_instance_import_semaphore(instance, NULL, &none));
+  REQUIRE(none == BATON_NULL_HANDLE);
+  baton_semaphore local = BATON_NULL_HANDLE;
+  CHECK_OK(baton_instance_create_semaphore(instance, NULL, &local));
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT, baton_semaphore_export_fd(local, &fd));
+  REQUIRE(fd == -1);
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT, baton_semaphore_export_fd(shared, NULL));
+  info.flags = 0x80;
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
+                baton_instance_create_semaphore(instance, &info, &none));
+
+  CHECK_OK(baton_semaphore_destroy(local));
+  CHECK_OK(baton_semaphore_destroy(imported));
+  CHECK_OK(baton_semaphore_destroy(shared));
   CHECK_OK(baton_instance_destroy(instance));
   return 0;
 }

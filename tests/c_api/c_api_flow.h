@@ -11,6 +11,7 @@ extern "C" {
 
 int c_api_flow_enumerate(char* why, size_t capacity);
 int c_api_flow_semaphores(char* why, size_t capacity);
+int c_api_flow_shared_semaphores(char* why, size_t capacity);
 int c_api_flow_submit(char* why, size_t capacity);
 int c_api_flow_buffers(char* why, size_t capacity);
 int c_api_flow_bad_input(char* why, size_t capacity);

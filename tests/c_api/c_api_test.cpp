@@ -28,6 +28,7 @@ namespace {
 
 RUN_C_FLOW(enumerate)
 RUN_C_FLOW(semaphores)
+RUN_C_FLOW(shared_semaphores)
 RUN_C_FLOW(submit)
 RUN_C_FLOW(buffers)
 RUN_C_FLOW(bad_input)
