@@ -7,7 +7,7 @@
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but soak, soakwait, full, onerank and collectives): build info tests lost
-# conformance hip hiplost hipconf graph cross interop demo sanitizer soak soakwait bench hipbench
+# conformance hip hiplost hipconf shared graph cross interop demo sanitizer soak soakwait bench hipbench
 # framebench ibench full onerank collectives multiprocess collbench collprofile (the last four: two
 # GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
@@ -20,7 +20,7 @@ status=0
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance hip hiplost hipconf graph cross interop demo sanitizer bench hipbench framebench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf shared graph cross interop demo sanitizer bench hipbench framebench ibench}
 # The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The NVIDIA Vulkan device (any of its GPUs' names), not a CPU implementation; a name that matches
@@ -102,6 +102,20 @@ if has hipconf; then
   grep -A10 "Failure$" "$OUT/conformance-hip.log" | head -40
   BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_STRESS_OPS=${BATON_STRESS_OPS:-20000} timeout 200 stdbuf -oL "$B/tests/baton-stress" --gtest_filter='*/hip' >> "$OUT/conformance-hip.log" 2>&1
   echo "stress rc=$?"; grep -E "^\[  (FAILED|PASSED) |tests ran" "$OUT/conformance-hip.log" | tail -3
+fi
+# Across processes (tests/shared): two-process suites on CUDA and under HIP names through the
+# translation library, with the SIGKILL trials; each peer is a real process sharing the GPU.
+if has shared; then
+  log shared across processes on cuda
+  BATON_SHARED_PEER="$B/tests/shared/baton-shared-peer" BATON_TEST_REQUIRE_BACKENDS=cuda \
+    timeout 300 stdbuf -oL "$B/tests/shared/baton-shared-tests" --gtest_filter='*/cuda' > "$OUT/shared-cuda.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|^\[       OK" "$OUT/shared-cuda.log" | head -40
+  grep -A10 "Failure$" "$OUT/shared-cuda.log" | head -40
+  log shared across processes on hip
+  BATON_HIP_DRIVER="$HIP_OVER_CUDA" BATON_SHARED_PEER="$B/tests/shared/baton-shared-peer" BATON_TEST_REQUIRE_BACKENDS=hip \
+    timeout 300 stdbuf -oL "$B/tests/shared/baton-shared-tests" --gtest_filter='*/hip' > "$OUT/shared-hip.log" 2>&1
+  echo "rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |tests ran|^\[       OK" "$OUT/shared-hip.log" | head -40
+  grep -A10 "Failure$" "$OUT/shared-hip.log" | head -40
 fi
 # Graph command buffers: the CUDA tests, the device-loss tests (the faulting kernel
 # captured into a graph command buffer), the conformance suite and stress on CUDA, then the same on
