@@ -22,6 +22,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -140,7 +141,10 @@ int main(int argc, char** argv) {
     (void)instance->createSemaphore(never, gate.put());
     if (Result r = submit({{*gate, 1}}, {{*s, arg(4)}}); r != Result::Success)
       return fail("submit", r);
-    std::printf("peer: submitted\n");
+    // The time of death, on the clock every process shares (CLOCK_MONOTONIC).
+    std::printf(
+        "peer: submitted, dying at %lld\n",
+        static_cast<long long>(std::chrono::steady_clock::now().time_since_epoch().count()));
     std::fflush(stdout);
     kill(getpid(), SIGKILL);
   }
