@@ -8,9 +8,10 @@
 //   gpu     GPU-side ping-pong on one shared timeline: this process's queue waits for 2k+1 and
 //           signals 2k+2, the peer's waits for 2k+2 and signals 2k+3, k = 0..N-1. Each side
 //           submits its first `--window` rounds, then the host opens the gate (value 1) and each
-//           side submits the rest while the GPU runs; the clock stops when this process reads
-//           2N+1. No host wait inside the loop on either side. Per hand-over: the total / 2N (the
-//           gate's wake and the last read are spread over the 2N hand-overs). Baselines:
+//           side submits the rest while the GPU runs; the clock stops when this process sees
+//           2N+1 (baton: a host wait; raw: a spin on the word). No host wait inside the loop on
+//           either side. Per hand-over: the total / 2N (the gate's wake and the last read are
+//           spread over the 2N hand-overs). Baselines:
 //           (a) raw 64-bit stream memory operations on a memfd page registered in both processes
 //               (cuMemHostRegister PORTABLE | DEVICEMAP), the same wait + write pairs and gate: the
 //               floor of baton's GPU-side design (target: baton <= 1.2x);
@@ -45,14 +46,16 @@
 // "skipped: <reason>" and the rest goes on.
 //
 // Options: --backend cuda|hip, --rounds N (GPU and host ping-pongs, default 2000 /
-// BATON_BENCH_SCALE), --repeats R (5), --window W (rounds submitted before the gate opens, 256),
-// --frames F (pipeline, 200 / BATON_BENCH_SCALE), --frame-mib M (64); arguments name the scenarios
-// (gpu host pipe), none: all. A backend that is not built, not loaded or has no device ends the run
+// BATON_BENCH_SCALE), --repeats R (5), --window W (rounds submitted before the gate opens, 128:
+// 256 raw stream operations per side, 384 of baton's, below what fills a stream), --frames F
+// (pipeline, 200 / BATON_BENCH_SCALE), --frame-mib M (64); arguments name the scenarios (gpu host
+// pipe), none: all. A backend that is not built, not loaded or has no device ends the run
 // with the reason and exit code 77 (a skip), unless BATON_TEST_REQUIRE_BACKENDS names it (then 1).
 // On the fake driver the pipeline's IPC memory needs BATON_FAKE_CUDA_SHAREABLE_ALLOCATIONS=1
 // (meson.build sets it for the smoke test). Output is unbuffered.
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -642,6 +645,21 @@ void stopPeer() {
     die("peer", ("exit status " + std::to_string(status)).c_str());
 }
 
+// A repeat that does not end within kStuckSeconds ends the run: a stream filled before the gate
+// opened (the enqueuing thread blocks in the driver and never opens it: lower --window), or a
+// hand-over lost. The peer, possibly blocked in the driver too, is killed.
+constexpr unsigned kStuckSeconds = 120;
+void onStuck(int) {
+  const char msg[] =
+      "shared_bench: a repeat did not end within 120 s (a stream full before the gate? try a "
+      "smaller --window); killing the peer\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  if (peer.pid > 0) kill(peer.pid, SIGKILL);
+  _exit(1);
+}
+// Arms (or re-arms) the limit for the next repeat.
+void repeatStarts() { alarm(kStuckSeconds); }
+
 void release() {
   sendMsg(peer.sock, Msg{kRelease});
   expect(peer.sock, kDone);
@@ -697,10 +715,11 @@ double batonGpuRun(int n, double* looks) {
   const auto t0 = Clock::now();
   BATON_OK(s.signal(1));  // the gate
   for (int k = first; k < n; ++k) submit(s, 2 * k + 1, 2 * k + 2);
-  // The end is read as the raw side reads it, from the shared word (getValue refreshes from the
-  // page): a host wait would add the peer's completion path and a futex wake-up once.
-  const uint64_t last = 2 * uint64_t(n) + 1;
-  for (uint64_t v = 0; v < last;) BATON_OK(s.getValue(&v));
+  // The end: a host wait for the peer's last value (its completion thread raises the page and
+  // wakes this process's watcher), once per repeat, spread over the 2N hand-overs. Not a loop of
+  // getValue: that queries this process's own events and would contend with the issuing thread
+  // for the driver while it enqueues the rest.
+  BATON_OK(s.wait(2 * uint64_t(n) + 1, baton::kWaitForever));
   const double ns = nsSince(t0);
   const baton::stream::Stats after = baton::stream::stats();
   *looks = double(after.completionLooks - before.completionLooks) / (2.0 * n);
@@ -787,6 +806,7 @@ void benchGpu() {
       n, 2 * n, repeats, std::min(n, window));
   std::vector<double> ours, mem, ipc, ipcTrips, looks, memRatios, ipcRatios;
   for (int r = 0; r < repeats; ++r) {
+    repeatStarts();
     double l = 0;
     ours.push_back(batonGpuRun(n, &l));
     looks.push_back(l);
@@ -827,10 +847,15 @@ void benchGpu() {
   if (!ipcTrips.empty())
     std::printf("    IPC events, each round trip / 2, us: %s\n",
                 spread("", us(ipcTrips)).c_str() + 1);
+  // Without 64-bit stream memory operations baton hands each value over through the host: the
+  // signalling process's completion thread publishes it to the page, the waiting process's
+  // watcher releases the held submission.
   std::printf(
-      "    host synchronisations in the loop: baton 0 (no host wait; the peer's host "
-      "waits once after its last submit), raw memory ops 0, raw IPC events 2 messages "
-      "per round trip\n");
+      "    host synchronisations in the loop: baton %s, raw memory ops 0, raw IPC events 2 "
+      "messages per round trip\n",
+      env.memOps64 ? "0 (no host wait; the bench's host waits once, at the end)"
+                   : "1 per hand-over (bridged: a completion seen by the host, a page "
+                     "write and a futex wake)");
   std::printf("    baton, completion-thread looks per hand-over (this process): %.3f\n",
               median(looks));
 }
@@ -906,6 +931,7 @@ void benchHost() {
               n, repeats, warmup(n));
   std::vector<double> shared, local, futex;
   for (int r = 0; r < repeats; ++r) {
+    repeatStarts();
     batonHostRun(n, &shared);
     localHostRun(n, &local);
     rawFutexRun(n, &futex);
@@ -1008,6 +1034,7 @@ void benchPipeline() {
   std::vector<double> mem, ipc;
   uint64_t memErrors = 0, ipcErrors = 0;
   for (int r = 0; r < repeats; ++r) {
+    repeatStarts();
     if (!noMemOps) mem.push_back(rawPipelineRun(true, n, bytes, &memErrors));
     if (!noIpc) ipc.push_back(rawPipelineRun(false, n, bytes, &ipcErrors));
   }
@@ -1103,6 +1130,7 @@ int main(int argc, char** argv) {
 
   std::printf("shared_bench: two processes on one device\n");
   setup(-1, true);
+  signal(SIGALRM, onStuck);
   startPeer(argv[0]);
   std::printf("rounds %d, repeats %d, window %d, frames %d of %d MiB\n\n", rounds, repeats, window,
               frames, frameMib);
@@ -1113,6 +1141,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "[%s]\n", b.name);  // progress, so a hang shows where
     b.run();
   }
+  alarm(0);
   stopPeer();
   teardown();
   if (pipelineFailed) {
