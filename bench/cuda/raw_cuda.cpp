@@ -3,6 +3,8 @@
 // made before it ran on HIP too, with the same arguments.
 #include <cuda.h>
 
+#include <cstring>
+
 #include "cuda_symbols.hpp"
 #include "raw_driver.hpp"
 
@@ -67,10 +69,11 @@ int streamWaitEvent(RawStream s, RawEvent e) {
 }
 
 int eventCreate(RawEvent* out, RawEventKind kind) {
-  unsigned flags = kind == RawEventKind::Timing ? CU_EVENT_DEFAULT
-                   : kind == RawEventKind::BlockingSync
-                       ? CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC
-                       : CU_EVENT_DISABLE_TIMING;
+  unsigned flags =
+      kind == RawEventKind::Timing         ? CU_EVENT_DEFAULT
+      : kind == RawEventKind::BlockingSync ? CU_EVENT_DISABLE_TIMING | CU_EVENT_BLOCKING_SYNC
+      : kind == RawEventKind::Interprocess ? CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS
+                                           : CU_EVENT_DISABLE_TIMING;
   CUevent e = nullptr;
   CUresult r = cu->cuEventCreate(&e, flags);
   *out = e;
@@ -121,6 +124,90 @@ int graphLaunch(RawGraphExec e, RawStream s) {
 }
 int graphExecDestroy(RawGraphExec e) { return cu->cuGraphExecDestroy(static_cast<CUgraphExec>(e)); }
 int graphDestroy(RawGraph g) { return cu->cuGraphDestroy(static_cast<CUgraph>(g)); }
+
+const char* cannotUseMemOps() {
+  const auto& c = *cu;
+  if (!c.cuStreamWaitValue64 || !c.cuStreamWriteValue64)
+    return "the driver does not export cuStreamWaitValue64 and cuStreamWriteValue64";
+  if (!c.cuMemHostRegister || !c.cuMemHostUnregister)
+    return "the driver does not export cuMemHostRegister and cuMemHostUnregister";
+  return nullptr;
+}
+int hostRegister(void* p, size_t bytes) {
+  return cu->cuMemHostRegister(p, bytes,
+                               CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+}
+int hostDevicePointer(uint64_t* out, void* p) {
+  CUdeviceptr d = 0;
+  CUresult r = cu->cuMemHostGetDevicePointer(&d, p, 0);
+  *out = d;
+  return r;
+}
+int hostUnregister(void* p) { return cu->cuMemHostUnregister(p); }
+int streamWaitValue64(RawStream s, uint64_t address, uint64_t value) {
+  return cu->cuStreamWaitValue64(stream(s), static_cast<CUdeviceptr>(address), value,
+                                 CU_STREAM_WAIT_VALUE_GEQ);
+}
+int streamWriteValue64(RawStream s, uint64_t address, uint64_t value) {
+  return cu->cuStreamWriteValue64(stream(s), static_cast<CUdeviceptr>(address), value,
+                                  CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+const char* cannotShareEvents() {
+  if (!cu->cuIpcGetEventHandle || !cu->cuIpcOpenEventHandle)
+    return "the driver does not export cuIpcGetEventHandle and cuIpcOpenEventHandle";
+  return nullptr;
+}
+int ipcGetEventHandle(RawIpcHandle* out, RawEvent e) {
+  static_assert(sizeof(CUipcEventHandle) == sizeof(RawIpcHandle));
+  CUipcEventHandle h{};
+  CUresult r = cu->cuIpcGetEventHandle(&h, event(e));
+  std::memcpy(out, &h, sizeof h);
+  return r;
+}
+int ipcOpenEventHandle(RawEvent* out, const RawIpcHandle* handle) {
+  CUipcEventHandle h{};
+  std::memcpy(&h, handle, sizeof h);
+  CUevent e = nullptr;
+  CUresult r = cu->cuIpcOpenEventHandle(&e, h);
+  *out = e;
+  return r;
+}
+
+int memAlloc(uint64_t* out, size_t bytes) {
+  CUdeviceptr d = 0;
+  CUresult r = cu->cuMemAlloc(&d, bytes);
+  *out = d;
+  return r;
+}
+int memFree(uint64_t address) { return cu->cuMemFree(static_cast<CUdeviceptr>(address)); }
+const char* cannotShareMemory() {
+  if (!cu->cuIpcGetMemHandle || !cu->cuIpcOpenMemHandle || !cu->cuIpcCloseMemHandle)
+    return "the driver does not export cuIpcGetMemHandle, cuIpcOpenMemHandle and "
+           "cuIpcCloseMemHandle";
+  return nullptr;
+}
+int ipcGetMemHandle(RawIpcHandle* out, uint64_t address) {
+  static_assert(sizeof(CUipcMemHandle) == sizeof(RawIpcHandle));
+  CUipcMemHandle h{};
+  CUresult r = cu->cuIpcGetMemHandle(&h, static_cast<CUdeviceptr>(address));
+  std::memcpy(out, &h, sizeof h);
+  return r;
+}
+int ipcOpenMemHandle(uint64_t* out, const RawIpcHandle* handle) {
+  CUipcMemHandle h{};
+  std::memcpy(&h, handle, sizeof h);
+  CUdeviceptr d = 0;
+  CUresult r = cu->cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+  *out = d;
+  return r;
+}
+int ipcCloseMemHandle(uint64_t address) {
+  return cu->cuIpcCloseMemHandle(static_cast<CUdeviceptr>(address));
+}
+int memsetD32Async(uint64_t address, uint32_t value, size_t count, RawStream s) {
+  return cu->cuMemsetD32Async(static_cast<CUdeviceptr>(address), value, count, stream(s));
+}
 
 }  // namespace
 

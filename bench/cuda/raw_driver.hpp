@@ -36,6 +36,15 @@ enum class RawEventKind {
   Plain,         // timing disabled (CU_EVENT_DISABLE_TIMING, hipEventDisableTiming)
   BlockingSync,  // timing disabled + blocking sync (CU_EVENT_BLOCKING_SYNC, hipEventBlockingSync)
   Timing,        // default flags: timing enabled (for eventElapsedMs)
+  // timing disabled, shareable with other processes (CU_EVENT_INTERPROCESS, hipEventInterprocess;
+  // both require timing disabled): for ipcGetEventHandle
+  Interprocess,
+};
+
+// The 64 bytes of a CUipcEventHandle / CUipcMemHandle (hipIpc*Handle_t: the same size), which
+// shared_bench sends to its peer process as they are.
+struct RawIpcHandle {
+  unsigned char bytes[64];
 };
 
 struct RawDriver {
@@ -107,6 +116,42 @@ struct RawDriver {
   int (*graphLaunch)(RawGraphExec exec, RawStream stream);
   int (*graphExecDestroy)(RawGraphExec exec);
   int (*graphDestroy)(RawGraph graph);
+
+  // Added for shared_bench (two processes on one device):
+  // Why this driver has no 64-bit stream memory operations or host registration (an entry point
+  // missing), or nullptr. Whether the device supports them is the device's capability
+  // (kCapabilityStreamMemOps64: CAN_USE_64_BIT_STREAM_MEM_OPS,
+  // hipDeviceAttributeCanUseStreamWaitValue).
+  const char* (*cannotUseMemOps)();
+  // Registers host memory (a page of a memfd that every process maps) for device access:
+  // cuMemHostRegister(PORTABLE | DEVICEMAP), hipHostRegister(Portable | Mapped); its device address
+  // (cuMemHostGetDevicePointer, hipHostGetDevicePointer); cuMemHostUnregister, hipHostUnregister.
+  int (*hostRegister)(void* host, size_t bytes);
+  int (*hostDevicePointer)(uint64_t* out, void* host);
+  int (*hostUnregister)(void* host);
+  // In stream order: waits until the 64-bit word at `address` is at least `value` (CUDA's GEQ,
+  // which compares cyclically; hipStreamWaitValueGte with a full mask), and writes `value` to it
+  // after the stream's earlier work, with a memory barrier (default flags).
+  int (*streamWaitValue64)(RawStream stream, uint64_t address, uint64_t value);
+  int (*streamWriteValue64)(RawStream stream, uint64_t address, uint64_t value);
+  // Why this driver cannot share events between processes (cuIpcGetEventHandle or
+  // cuIpcOpenEventHandle missing), or nullptr. Events from eventCreate(Interprocess).
+  const char* (*cannotShareEvents)();
+  int (*ipcGetEventHandle)(RawIpcHandle* out, RawEvent event);
+  int (*ipcOpenEventHandle)(RawEvent* out, const RawIpcHandle* handle);
+  // Device memory (cuMemAlloc, cuMemFree; hipMalloc, hipFree) and its IPC handles: why the driver
+  // has none (cuIpcGetMemHandle, cuIpcOpenMemHandle or cuIpcCloseMemHandle missing) or nullptr,
+  // the handle of an allocation, its mapping in another process (lazy peer access, as the CUDA
+  // runtime always asks) and the unmapping.
+  int (*memAlloc)(uint64_t* out, size_t bytes);
+  int (*memFree)(uint64_t address);
+  const char* (*cannotShareMemory)();
+  int (*ipcGetMemHandle)(RawIpcHandle* out, uint64_t address);
+  int (*ipcOpenMemHandle)(uint64_t* out, const RawIpcHandle* handle);
+  int (*ipcCloseMemHandle)(uint64_t address);
+  // Fills `count` 32-bit words at `address` with `value` in stream order (cuMemsetD32Async,
+  // hipMemsetD32Async).
+  int (*memsetD32Async)(uint64_t address, uint32_t value, size_t count, RawStream stream);
 };
 
 // The functions of a RawDriver in member order: each implementation defines functions of these
@@ -116,7 +161,10 @@ struct RawDriver {
       getFunction, launch, streamCreate, streamDestroy, streamSynchronize, streamWaitEvent,     \
       eventCreate, eventDestroy, eventRecord, eventQuery, eventSynchronize, eventElapsedMs,     \
       errorName, launchHostFunc, memcpyAsync, cannotRunGraphs, beginCapture, endCapture,        \
-      graphInstantiate, graphLaunch, graphExecDestroy, graphDestroy
+      graphInstantiate, graphLaunch, graphExecDestroy, graphDestroy, cannotUseMemOps,           \
+      hostRegister, hostDevicePointer, hostUnregister, streamWaitValue64, streamWriteValue64,   \
+      cannotShareEvents, ipcGetEventHandle, ipcOpenEventHandle, memAlloc, memFree,              \
+      cannotShareMemory, ipcGetMemHandle, ipcOpenMemHandle, ipcCloseMemHandle, memsetD32Async
 
 // Defined by raw_cuda.cpp and raw_hip.cpp, each built with its backend (BATON_BENCH_CUDA,
 // BATON_BENCH_HIP).

@@ -3,6 +3,8 @@
 // thread works on its current device (hipSetDevice), which is what baton's HIP backend asks for
 // once per submit (hipGetDevice). The benchmarks' kernels are PTX: they load where the runtime
 // runs on an NVIDIA GPU (the translation library of tests/hip on the H100), not on an AMD GPU.
+#include <cstring>
+
 #include "hip_symbols.hpp"
 #include "raw_driver.hpp"
 
@@ -69,10 +71,11 @@ int streamWaitEvent(RawStream s, RawEvent e) {
 }
 
 int eventCreate(RawEvent* out, RawEventKind kind) {
-  unsigned flags = kind == RawEventKind::Timing ? hipEventDefault
-                   : kind == RawEventKind::BlockingSync
-                       ? hipEventDisableTiming | hipEventBlockingSync
-                       : hipEventDisableTiming;
+  unsigned flags =
+      kind == RawEventKind::Timing         ? hipEventDefault
+      : kind == RawEventKind::BlockingSync ? hipEventDisableTiming | hipEventBlockingSync
+      : kind == RawEventKind::Interprocess ? hipEventDisableTiming | hipEventInterprocess
+                                           : hipEventDisableTiming;
   hipEvent_t e = nullptr;
   hipError_t r = hip->hipEventCreateWithFlags(&e, flags);
   *out = e;
@@ -132,6 +135,91 @@ int graphExecDestroy(RawGraphExec e) {
   return hip->hipGraphExecDestroy(static_cast<hipGraphExec_t>(e));
 }
 int graphDestroy(RawGraph g) { return hip->hipGraphDestroy(static_cast<hipGraph_t>(g)); }
+
+const char* cannotUseMemOps() {
+  const auto& h = *hip;
+  if (!h.hipStreamWaitValue64 || !h.hipStreamWriteValue64)
+    return "the runtime does not export hipStreamWaitValue64 and hipStreamWriteValue64";
+  if (!h.hipHostRegister || !h.hipHostUnregister)
+    return "the runtime does not export hipHostRegister and hipHostUnregister";
+  return nullptr;
+}
+int hostRegister(void* p, size_t bytes) {
+  return hip->hipHostRegister(p, bytes, hipHostRegisterPortable | hipHostRegisterMapped);
+}
+int hostDevicePointer(uint64_t* out, void* p) {
+  void* d = nullptr;
+  hipError_t r = hip->hipHostGetDevicePointer(&d, p, 0);
+  *out = reinterpret_cast<uint64_t>(d);
+  return r;
+}
+int hostUnregister(void* p) { return hip->hipHostUnregister(p); }
+// HIP's wait takes a mask; every bit set is the plain comparison (CUDA's GEQ over the translation
+// library, which accepts no other mask for Gte).
+int streamWaitValue64(RawStream s, uint64_t address, uint64_t value) {
+  return hip->hipStreamWaitValue64(stream(s), reinterpret_cast<void*>(address), value,
+                                   hipStreamWaitValueGte, ~uint64_t{0});
+}
+int streamWriteValue64(RawStream s, uint64_t address, uint64_t value) {
+  return hip->hipStreamWriteValue64(stream(s), reinterpret_cast<void*>(address), value, 0);
+}
+
+const char* cannotShareEvents() {
+  if (!hip->hipIpcGetEventHandle || !hip->hipIpcOpenEventHandle)
+    return "the runtime does not export hipIpcGetEventHandle and hipIpcOpenEventHandle";
+  return nullptr;
+}
+int ipcGetEventHandle(RawIpcHandle* out, RawEvent e) {
+  static_assert(sizeof(hipIpcEventHandle_t) == sizeof(RawIpcHandle));
+  hipIpcEventHandle_t h{};
+  hipError_t r = hip->hipIpcGetEventHandle(&h, event(e));
+  std::memcpy(out, &h, sizeof h);
+  return r;
+}
+int ipcOpenEventHandle(RawEvent* out, const RawIpcHandle* handle) {
+  hipIpcEventHandle_t h{};
+  std::memcpy(&h, handle, sizeof h);
+  hipEvent_t e = nullptr;
+  hipError_t r = hip->hipIpcOpenEventHandle(&e, h);
+  *out = e;
+  return r;
+}
+
+int memAlloc(uint64_t* out, size_t bytes) {
+  void* d = nullptr;
+  hipError_t r = hip->hipMalloc(&d, bytes);
+  *out = reinterpret_cast<uint64_t>(d);
+  return r;
+}
+int memFree(uint64_t address) { return hip->hipFree(reinterpret_cast<void*>(address)); }
+const char* cannotShareMemory() {
+  if (!hip->hipIpcGetMemHandle || !hip->hipIpcOpenMemHandle || !hip->hipIpcCloseMemHandle)
+    return "the runtime does not export hipIpcGetMemHandle, hipIpcOpenMemHandle and "
+           "hipIpcCloseMemHandle";
+  return nullptr;
+}
+int ipcGetMemHandle(RawIpcHandle* out, uint64_t address) {
+  static_assert(sizeof(hipIpcMemHandle_t) == sizeof(RawIpcHandle));
+  hipIpcMemHandle_t h{};
+  hipError_t r = hip->hipIpcGetMemHandle(&h, reinterpret_cast<void*>(address));
+  std::memcpy(out, &h, sizeof h);
+  return r;
+}
+int ipcOpenMemHandle(uint64_t* out, const RawIpcHandle* handle) {
+  hipIpcMemHandle_t h{};
+  std::memcpy(&h, handle, sizeof h);
+  void* d = nullptr;
+  hipError_t r = hip->hipIpcOpenMemHandle(&d, h, hipIpcMemLazyEnablePeerAccess);
+  *out = reinterpret_cast<uint64_t>(d);
+  return r;
+}
+int ipcCloseMemHandle(uint64_t address) {
+  return hip->hipIpcCloseMemHandle(reinterpret_cast<void*>(address));
+}
+int memsetD32Async(uint64_t address, uint32_t value, size_t count, RawStream s) {
+  return hip->hipMemsetD32Async(reinterpret_cast<hipDeviceptr_t>(address), static_cast<int>(value),
+                                count, stream(s));
+}
 
 }  // namespace
 

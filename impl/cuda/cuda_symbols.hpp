@@ -3,8 +3,9 @@
 //
 // The entry points are listed once, in X-macros: REQUIRED ones must all resolve or the backend is
 // unavailable; OPTIONAL ones (memory pools, external semaphores and memory, stream memory
-// operations, modules, graphs and stream capture) may be null and gate capabilities. cuda.h maps
-// API names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2, cuDeviceGetUuid ->
+// operations, modules, graphs and stream capture) may be null and gate capabilities; the IPC
+// event and memory handles are there for the raw baselines of bench/cuda/shared_bench only.
+// cuda.h maps API names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2, cuDeviceGetUuid ->
 // cuDeviceGetUuid_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags); the table resolves
 // exactly the symbol that the header's prototype describes, so the types always match.
 //
@@ -44,6 +45,8 @@
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)            \
   X(cuMemGetInfo) X(cuCtxSynchronize) X(cuMemcpyHtoD) X(cuMemcpyDtoH)                       \
   X(cuEventElapsedTime) X(cuStreamQuery)                                                    \
+  X(cuIpcGetEventHandle) X(cuIpcOpenEventHandle)                                            \
+  X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle)                        \
   X(cuGraphCreate) X(cuGraphDestroy) X(cuGraphAddEmptyNode) X(cuGraphAddMemcpyNode)         \
   X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) X(cuGraphAddChildGraphNode)                 \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecUpdate)         \

@@ -8,6 +8,7 @@
 //   hipDeviceGetUuid    exported since 5.2 (the UUID that Vulkan's deviceUUID matches)
 //   pools, external semaphores and memory, stream memory operations, modules, graphs and stream
 //   capture: capabilities.
+//   IPC event and memory handles: the raw baselines of bench/cuda/shared_bench only.
 // HIP's C++ overloads (hipMallocFromPoolAsync<T>) make `decltype(&::name)` ambiguous, so those
 // entries name their C prototype (BATON_HIP_OPTIONAL_TYPED).
 //
@@ -58,6 +59,8 @@
   X(hipStreamIsCapturing)                                                                    \
   X(hipMemGetInfo) X(hipDeviceSynchronize) X(hipMemcpyHtoD) X(hipMemcpyDtoH)                 \
   X(hipEventElapsedTime) X(hipStreamQuery)                                                   \
+  X(hipIpcGetEventHandle) X(hipIpcOpenEventHandle)                                           \
+  X(hipIpcGetMemHandle) X(hipIpcOpenMemHandle) X(hipIpcCloseMemHandle)                      \
   X(hipHostRegister) X(hipHostUnregister)
 
 #define BATON_HIP_OPTIONAL_TYPED(X)                                                          \
