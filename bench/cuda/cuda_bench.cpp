@@ -55,6 +55,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_device.hpp"
 #include "ptx_kernels.hpp"
 #include "raw_driver.hpp"
 #include "sampler.hpp"  // ThreadCpu: the live ping-pong's CPU by thread
@@ -227,36 +228,12 @@ const char* backendName() { return backendKind == baton::BackendKind::Hip ? "HIP
 
 void setup() {
   const std::string name = backendName();
-  // Only the backend under test (the host backend always loads: the submit row uses it).
-  baton::InstanceCreateInfo instanceInfo;
-  instanceInfo.backendMask = baton::backendBit(backendKind);
-  BATON_OK(baton::createInstance(instanceInfo, &env.instance));
-  uint32_t count = 0;
-  BATON_OK(env.instance.enumerateBackends(&count, nullptr));
-  std::vector<baton::BackendInfo> infos(count);
-  BATON_OK(env.instance.enumerateBackends(&count, infos.data()));
-  bool compiled = false;
-  for (auto& b : infos) {
-    if (b.kind != backendKind) continue;
-    compiled = b.compiled;
-    if (b.compiled && !b.available) skip(name + " unavailable: " + b.reason);
-    if (b.available && b.deviceCount == 0)
-      skip("no " + name + " device" + (b.reason[0] ? ": " + std::string(b.reason) : ""));
-  }
-  if (!compiled) skip(name + " is not compiled into this build of baton");
-  BATON_OK(env.instance.enumeratePhysicalDevices(&count, nullptr));
-  std::vector<baton::PhysicalDevice> all(count);
-  BATON_OK(env.instance.enumeratePhysicalDevices(&count, all.data()));
+  // Only the backend under test.
   baton::PhysicalDevice physical;
   baton::PhysicalDeviceProperties props;
-  for (auto p : all) {
-    BATON_OK(p.getProperties(&props));
-    if (props.backend == backendKind) {
-      physical = p;
-      break;
-    }
-  }
-  if (!physical) skip("no " + name + " device");
+  std::string why;
+  BATON_OK(baton_bench::findBenchDevice(backendKind, -1, &env.instance, &physical, &props, &why));
+  if (!physical) skip(why);
   std::printf("backend: %s\n", driver.name);
   if (backendKind == baton::BackendKind::Cuda || !props.arch[0])
     std::printf("device: %s (compute %u.%u), %s\n", props.name, props.computeMajor,

@@ -75,6 +75,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_device.hpp"
 #include "raw_driver.hpp"
 #include "sampler.hpp"         // ThreadCpu: CPU per frame by thread
 #include "stream_backend.hpp"  // setIssueMode: both issue designs in one run
@@ -684,35 +685,11 @@ void teardownSide(Side& side) {
 
 void setup() {
   const std::string name = backendName();
-  baton::InstanceCreateInfo instanceInfo;
-  instanceInfo.backendMask = baton::backendBit(backendKind);
-  BATON_OK(baton::createInstance(instanceInfo, &env.instance));
-  uint32_t count = 0;
-  BATON_OK(env.instance.enumerateBackends(&count, nullptr));
-  std::vector<baton::BackendInfo> infos(count);
-  BATON_OK(env.instance.enumerateBackends(&count, infos.data()));
-  bool compiled = false;
-  for (auto& b : infos) {
-    if (b.kind != backendKind) continue;
-    compiled = b.compiled;
-    if (b.compiled && !b.available) skip(name + " unavailable: " + b.reason);
-    if (b.available && b.deviceCount == 0)
-      skip("no " + name + " device" + (b.reason[0] ? ": " + std::string(b.reason) : ""));
-  }
-  if (!compiled) skip(name + " is not compiled into this build of baton");
-  BATON_OK(env.instance.enumeratePhysicalDevices(&count, nullptr));
-  std::vector<baton::PhysicalDevice> all(count);
-  BATON_OK(env.instance.enumeratePhysicalDevices(&count, all.data()));
   baton::PhysicalDevice physical;
   baton::PhysicalDeviceProperties props;
-  for (auto p : all) {
-    BATON_OK(p.getProperties(&props));
-    if (props.backend == backendKind) {
-      physical = p;
-      break;
-    }
-  }
-  if (!physical) skip("no " + name + " device");
+  std::string why;
+  BATON_OK(baton_bench::findBenchDevice(backendKind, -1, &env.instance, &physical, &props, &why));
+  if (!physical) skip(why);
   if (props.maxQueues < kQueues) skip("the " + name + " device has fewer than 3 queues");
   std::printf("backend: %s\ndevice: %s (compute %u.%u), %s\n", driver.name, props.name,
               props.computeMajor, props.computeMinor, driver.versions().c_str());

@@ -74,6 +74,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_device.hpp"
 #include "raw_driver.hpp"
 #include "stream_backend.hpp"  // stream::stats: the completion thread's looks
 
@@ -314,36 +315,11 @@ Env env;
 
 void setup(int ordinal, bool print) {
   const std::string name = backendName();
-  baton::InstanceCreateInfo instanceInfo;
-  instanceInfo.backendMask = baton::backendBit(backendKind);
-  BATON_OK(baton::createInstance(instanceInfo, &env.instance));
-  uint32_t count = 0;
-  BATON_OK(env.instance.enumerateBackends(&count, nullptr));
-  std::vector<baton::BackendInfo> infos(count);
-  BATON_OK(env.instance.enumerateBackends(&count, infos.data()));
-  bool compiled = false;
-  for (auto& b : infos) {
-    if (b.kind != backendKind) continue;
-    compiled = b.compiled;
-    if (b.compiled && !b.available) skip(name + " unavailable: " + b.reason);
-    if (b.available && b.deviceCount == 0)
-      skip("no " + name + " device" + (b.reason[0] ? ": " + std::string(b.reason) : ""));
-  }
-  if (!compiled) skip(name + " is not compiled into this build of baton");
-  BATON_OK(env.instance.enumeratePhysicalDevices(&count, nullptr));
-  std::vector<baton::PhysicalDevice> all(count);
-  BATON_OK(env.instance.enumeratePhysicalDevices(&count, all.data()));
   baton::PhysicalDevice physical;
-  for (auto p : all) {
-    baton::PhysicalDeviceProperties props;
-    BATON_OK(p.getProperties(&props));
-    if (props.backend == backendKind && (ordinal < 0 || props.ordinal == uint32_t(ordinal))) {
-      physical = p;
-      env.props = props;
-      break;
-    }
-  }
-  if (!physical) skip("no " + name + " device");
+  std::string why;
+  BATON_OK(baton_bench::findBenchDevice(backendKind, ordinal, &env.instance, &physical, &env.props,
+                                        &why));
+  if (!physical) skip(why);
   env.memOps64 = (env.props.capabilities & baton::kCapabilityStreamMemOps64) != 0;
   if (print) {
     std::printf("backend: %s\n", driver.name);
