@@ -236,13 +236,12 @@ Status openEnvelope(const SharedImport& in, const PhysicalDeviceProperties& devi
                  "descriptor %d is a shared semaphore's (Instance::importSemaphore takes it), not "
                  "a buffer's",
                  in.fd);
+  // A CUDA buffer's descriptor is the driver's and says nothing about itself: it lands here too.
   if (magic != kBufferMagic || fileSize < kEnvelopeHeaderSize)
     return error(Result::ErrorInvalidArgument,
-                 "descriptor %d is not a shareable buffer's of %s (Buffer::exportFd makes those%s)",
-                 in.fd, label.c_str(),
-                 device.backend == BackendKind::Host
-                     ? ""
-                     : "; a CUDA device's descriptors are imported by CUDA devices only");
+                 "descriptor %d is not a shareable buffer's that %s can import (Buffer::exportFd "
+                 "makes those; a CUDA buffer's descriptor is imported by CUDA devices only)",
+                 in.fd, label.c_str());
   const int fd = fcntl(in.fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0)
     return error(Result::ErrorOutOfHostMemory, "duplicating descriptor %d: %s", in.fd,

@@ -7,7 +7,7 @@
 //   hipLaunchHostFunc   declared by 5.2 but not exported; hipStreamAddCallback is used instead
 //   hipDeviceGetUuid    exported since 5.2 (the UUID that Vulkan's deviceUUID matches)
 //   pools, external semaphores and memory, stream memory operations, modules, graphs and stream
-//   capture: capabilities.
+//   capture, IPC memory handles: capabilities.
 // HIP's C++ overloads (hipMallocFromPoolAsync<T>) make `decltype(&::name)` ambiguous, so those
 // entries name their C prototype (BATON_HIP_OPTIONAL_TYPED).
 //
@@ -58,7 +58,8 @@
   X(hipStreamIsCapturing)                                                                    \
   X(hipMemGetInfo) X(hipDeviceSynchronize) X(hipMemcpyHtoD) X(hipMemcpyDtoH)                 \
   X(hipEventElapsedTime) X(hipStreamQuery)                                                   \
-  X(hipHostRegister) X(hipHostUnregister)
+  X(hipHostRegister) X(hipHostUnregister)                                                   \
+  X(hipIpcGetMemHandle) X(hipIpcOpenMemHandle) X(hipIpcCloseMemHandle)
 
 #define BATON_HIP_OPTIONAL_TYPED(X)                                                          \
   X(hipMallocFromPoolAsync, hipError_t (*)(void**, size_t, hipMemPool_t, hipStream_t))

@@ -95,7 +95,9 @@ class BATON_API Device : public Handle<Device> {
   /// shared semaphore's, a file), a size of 0 or other than the exported buffer's, a memory kind
   /// other than the exported one, or a HIP buffer whose exporter was destroyed since;
   /// ErrorDeviceMismatch: memory of another device (its UUID or ordinal differs) or of another
-  /// backend's device (a host-backend buffer's descriptor given to a CUDA device);
+  /// backend's device (a host-backend or HIP buffer's descriptor given to a device of another
+  /// backend; a CUDA buffer's descriptor is the driver's, which says nothing about itself: on
+  /// another backend's device it is ErrorInvalidArgument, whose message says so);
   /// ErrorNotSupported: a device without kCapabilityShareableMemory (the message names the
   /// device and what its driver lacks); ErrorOutOfDeviceMemory (no address range for it),
   /// ErrorOutOfHostMemory, ErrorDeviceLost, ErrorDriver (another driver error, named),
