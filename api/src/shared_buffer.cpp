@@ -295,12 +295,14 @@ Status refuseBatonDescriptor(int fd, const PhysicalDeviceProperties& device,
                  "a buffer's",
                  fd);
   if (magic != kBufferMagic || fileSize < kEnvelopeHeaderSize) return Status();
-  EnvelopeHeader h;
-  if (pread(fd, &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) return Status();
+  void* m = mmap(nullptr, kEnvelopeHeaderSize, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return Status();
+  const std::string owner = deviceText(*static_cast<const EnvelopeHeader*>(m));
+  munmap(m, kEnvelopeHeaderSize);
   return error(Result::ErrorDeviceMismatch,
                "the buffer's memory belongs to %s; %s is a %s device: import it into a device of "
                "the backend that exported it",
-               deviceText(h).c_str(), label.c_str(), backendName(device.backend));
+               owner.c_str(), label.c_str(), backendName(device.backend));
 }
 
 void releaseWhenUnheld(Envelope envelope, std::function<void()> release) {

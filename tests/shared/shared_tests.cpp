@@ -613,6 +613,25 @@ TEST_P(SharedBufferTest, TheExporterDestroysItsBufferWhileAnotherProcessMapsIt) 
   }
 }
 
+// An importer that dies without destroying its buffer does not hold the exporter's memory for ever
+// (HIP: its holder slot is given back once its death is seen).
+TEST_P(SharedBufferTest, AnImporterThatDiesDoesNotHoldTheMemoryBack) {
+  UniqueSemaphore s = makeShared();
+  const int64_t before = fakeAllocationsLive(backend());
+  UniqueBuffer shared = makeShareable();
+  Peer peer = spawnBuffer(*s, *shared, "buffer-hold", {"0"});
+  ASSERT_TRUE(peer.awaitOutput("peer: imported")) << peer.output;
+  kill(peer.pid, SIGKILL);
+  EXPECT_EQ(peer.finish(), 128 + SIGKILL) << peer.output;
+  ASSERT_OK(shared.release().destroy());
+  if (before >= 0) {
+    const auto start = Clock::now();
+    while (fakeAllocationsLive(backend()) != before && secondsSince(start) < 5) usleep(5'000);
+    EXPECT_EQ(fakeAllocationsLive(backend()), before) << "the dead importer held the memory back";
+    EXPECT_LT(secondsSince(start), 1.0);
+  }
+}
+
 // Export, import (here: the same process), use now and then, destroy: descriptors and the
 // driver's allocations stay flat. Every 100th cycle data goes through both buffers, and the
 // importer exports the memory again.

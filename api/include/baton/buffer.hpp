@@ -66,7 +66,9 @@ class BATON_API Buffer : public Handle<Buffer> {
   using Handle::Handle;
 
   /// Destroys the buffer handle. Command buffers recorded with it keep its memory alive until
-  /// their pending submissions finish, so destroying it with work pending is safe. Thread safe.
+  /// their pending submissions finish, so destroying it with work pending is safe. A shared
+  /// buffer's memory may outlive it in other processes, and on HIP an exporter's memory is freed
+  /// only once its importers let go (kBufferShareable). Thread safe.
   /// Returns Success, ErrorInvalidHandle.
   [[nodiscard]] Result destroy() const noexcept;
 
