@@ -450,6 +450,23 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Host registration and stream memory operations (shared timelines), virtual memory
+      // management and IPC memory handles (shared buffers): set below where the driver has them.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
   if (s.cuGraphCreate && s.cuGraphDestroy && s.cuGraphAddMemcpyNode && s.cuGraphAddMemsetNode &&

@@ -391,6 +391,23 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Host registration and stream memory operations (shared timelines), virtual memory
+      // management and IPC memory handles (shared buffers): set below where the runtime has them.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
   if (s.hipGraphCreate && s.hipGraphDestroy && s.hipGraphAddMemcpyNode1D &&
