@@ -68,4 +68,21 @@ Result Buffer::getDeviceAddress(uint64_t* address) const noexcept {
   });
 }
 
+Result Buffer::exportFd(int* fd) const noexcept {
+  return entry("Buffer::exportFd", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Buffer> b = findBuffer(handle_, &st);
+    if (!b) return st;
+    owner = b->device->instance();
+    BATON_NULL_CHECK(fd, "fd output pointer");
+    *fd = -1;
+    if (!b->shared)
+      return error(Result::ErrorInvalidArgument,
+                   "the buffer of %llu bytes on %s is not shareable (create it with "
+                   "kBufferShareable)",
+                   static_cast<unsigned long long>(b->info.size), b->device->label().c_str());
+    return b->shared->exportFd(fd);
+  });
+}
+
 }  // namespace baton

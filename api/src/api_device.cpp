@@ -142,6 +142,17 @@ Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info)
   if (info.memory != MemoryKind::Device && info.memory != MemoryKind::HostPinned)
     return error(Result::ErrorInvalidArgument, "unknown memory kind %u",
                  static_cast<unsigned>(info.memory));
+  if (info.flags & ~uint32_t{kBufferShareable})
+    return error(Result::ErrorInvalidArgument, "unknown buffer flags 0x%x",
+                 static_cast<unsigned>(info.flags & ~uint32_t{kBufferShareable}));
+  if ((info.flags & kBufferShareable) && !(caps & kCapabilityShareableMemory))
+    return error(Result::ErrorNotSupported,
+                 "%s cannot share memory with other processes (kCapabilityShareableMemory is "
+                 "clear: its driver lacks %s)",
+                 dev.label().c_str(),
+                 dev.backend() == BackendKind::Hip
+                     ? "the IPC memory handles"
+                     : "virtual memory management with POSIX descriptor handles");
   if (info.size > dev.physical()->properties.totalMemory && dev.physical()->properties.totalMemory)
     return error(Result::ErrorOutOfDeviceMemory, "buffer size %llu exceeds the %llu bytes of %s",
                  static_cast<unsigned long long>(info.size),
@@ -162,9 +173,52 @@ Result Device::createBuffer(const BufferCreateInfo& info, Buffer* buffer) const 
     BATON_TRY(validateBufferInfo(*dev, info));
     if (dev->lost()) return dev->lostStatus();
     Ref<core::Buffer> b = makeRef<core::Buffer>(dev, info);
-    Status s = dev->impl()->allocate(info, &b->allocation);
+    Status s = info.flags & kBufferShareable
+                   ? dev->impl()->allocateShareable(info, &b->allocation, &b->shared)
+                   : dev->impl()->allocate(info, &b->allocation);
     if (!s.ok())
       return s.context(format("allocating %llu bytes on %s",
+                              static_cast<unsigned long long>(info.size), dev->label().c_str()));
+    b->backed.store(true, std::memory_order_release);
+    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
+    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    b->handle = h;
+    dev->children.add(h, ObjectType::Buffer);
+    *buffer = Buffer(h);
+    return Status();
+  });
+}
+
+Result Device::importBuffer(const BufferImportInfo& info, Buffer* buffer) const noexcept {
+  return entry("Device::importBuffer", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = findDevice(handle_, &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(buffer, "buffer output pointer");
+    *buffer = Buffer();
+    if (info.fd < 0)
+      return error(Result::ErrorInvalidArgument, "the descriptor %d is not a valid descriptor",
+                   info.fd);
+    if (info.size == 0) return Status(Result::ErrorInvalidArgument, "buffer size is 0");
+    if (info.memory != MemoryKind::Device && info.memory != MemoryKind::HostPinned)
+      return error(Result::ErrorInvalidArgument, "unknown memory kind %u",
+                   static_cast<unsigned>(info.memory));
+    BufferCreateInfo created;
+    created.size = info.size;
+    created.memory = info.memory;
+    created.flags = kBufferShareable;
+    if (!(dev->physical()->properties.capabilities & kCapabilityShareableMemory))
+      BATON_TRY(validateBufferInfo(*dev, created));  // says why it cannot
+    if (dev->lost()) return dev->lostStatus();
+    core::SharedImport in;
+    in.fd = info.fd;
+    in.size = info.size;
+    in.memory = info.memory;
+    Ref<core::Buffer> b = makeRef<core::Buffer>(dev, created);
+    Status s = dev->impl()->importShared(in, &b->allocation, &b->shared);
+    if (!s.ok())
+      return s.context(format("importing a shared buffer of %llu bytes into %s",
                               static_cast<unsigned long long>(info.size), dev->label().c_str()));
     b->backed.store(true, std::memory_order_release);
     uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);

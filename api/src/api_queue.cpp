@@ -184,6 +184,10 @@ Result Queue::allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateI
     if (!(dev.physical()->properties.capabilities & kCapabilityStreamOrderedAlloc))
       return error(Result::ErrorNotSupported, "%s has no stream-ordered allocation",
                    dev.label().c_str());
+    if (info.flags & kBufferShareable)
+      return Status(Result::ErrorInvalidArgument,
+                    "queue-ordered buffers are not shareable: create shareable buffers with "
+                    "Device::createBuffer");
     BATON_TRY(validateBufferInfo(dev, info));
     if (dev.lost()) return dev.lostStatus();
     std::vector<std::unique_ptr<Submission>> subs;

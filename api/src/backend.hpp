@@ -41,6 +41,8 @@ class Device;
 class Queue;
 class Buffer;
 class CommandList;
+class SharedMemory;   // shared_buffer.hpp
+struct SharedImport;  // shared_buffer.hpp
 
 // Memory a backend allocated for a Buffer.
 struct Allocation {
@@ -349,6 +351,21 @@ class DeviceImpl {
   // Frees memory of allocate() or of an executed Alloca.
   virtual void free(const Allocation& allocation) = 0;
 
+  // Memory shared with other processes (shared_buffer.hpp): a kBufferShareable buffer's
+  // (Device::createBuffer), and the mapping of one another buffer exported (Device::importBuffer,
+  // `in` validated). *memory owns the memory, the mapping and the descriptor, and releases them
+  // with its last reference (never free()). Both ErrorNotSupported, naming the device and what it
+  // lacks, where the device has no kCapabilityShareableMemory.
+  virtual Status allocateShareable(const BufferCreateInfo& info, Allocation* out,
+                                   Ref<SharedMemory>* memory) {
+    (void)info, (void)out, (void)memory;
+    return Status(Result::ErrorNotSupported, "this backend shares no memory across processes");
+  }
+  virtual Status importShared(const SharedImport& in, Allocation* out, Ref<SharedMemory>* memory) {
+    (void)in, (void)out, (void)memory;
+    return Status(Result::ErrorNotSupported, "this backend shares no memory across processes");
+  }
+
   // Graph command buffers (CommandBufferUsage::Graph): builds what submissions of the ended
   // recording `list` launch, into list.program, reusing what *cache keeps of the command buffer's
   // earlier recordings (backend-private; null the first time). Called by CommandBuffer::end on
@@ -381,8 +398,9 @@ class DeviceImpl {
   virtual Status importSharedWord(int fd, uint64_t size, uint64_t offset, uint64_t deviceHandle,
                                   Ref<DeviceTimeline>* out) {
     (void)fd, (void)size, (void)offset, (void)deviceHandle, (void)out;
-    return Status(Result::ErrorNotSupported, "this backend's queues wait for shared timelines "
-                                             "on the host");
+    return Status(Result::ErrorNotSupported,
+                  "this backend's queues wait for shared timelines "
+                  "on the host");
   }
   // Imports memory exported as OPAQUE_FD and maps [offset, offset + size) of it: *allocation
   // receives the device address; *keep owns the import (the mapping and the driver object are

@@ -111,6 +111,8 @@ static_assert(BATON_CAPABILITY_EXTERNAL_MEMORY_OPAQUE_FD ==
 static_assert(BATON_CAPABILITY_HOST_MAPPED_DEVICE_MEMORY ==
               baton::kCapabilityHostMappedDeviceMemory);
 static_assert(BATON_CAPABILITY_GRAPH_COMMAND_BUFFERS == baton::kCapabilityGraphCommandBuffers);
+static_assert(BATON_CAPABILITY_SHAREABLE_MEMORY == baton::kCapabilityShareableMemory);
+static_assert(BATON_BUFFER_SHAREABLE == baton::kBufferShareable);
 
 #undef BATON_C_SAME_VALUE
 
@@ -204,6 +206,7 @@ baton::BufferCreateInfo toCpp(const baton_buffer_create_info* info) noexcept {
   if (info) {
     out.size = info->size;
     out.memory = static_cast<baton::MemoryKind>(info->memory);
+    out.flags = info->flags;
   }
   return out;
 }
@@ -381,6 +384,17 @@ baton_result baton_device_create_buffer(baton_device device, const baton_buffer_
   return toC(toCpp<Device>(device).createBuffer(toCpp(info), toCppOut<Buffer>(buffer)));
 }
 
+baton_result baton_device_import_buffer(baton_device device, const baton_buffer_import_info* info,
+                                        baton_buffer* buffer) {
+  baton::BufferImportInfo in;  // null info: no descriptor, refused as such
+  if (info) {
+    in.fd = info->fd;
+    in.size = info->size;
+    in.memory = static_cast<baton::MemoryKind>(info->memory);
+  }
+  return toC(toCpp<Device>(device).importBuffer(in, toCppOut<Buffer>(buffer)));
+}
+
 baton_result baton_device_wait_idle(baton_device device, uint64_t timeout_ns) {
   return toC(toCpp<Device>(device).waitIdle(timeout_ns));
 }
@@ -526,6 +540,10 @@ baton_result baton_buffer_destroy(baton_buffer buffer) {
 
 baton_result baton_buffer_get_size(baton_buffer buffer, uint64_t* size) {
   return toC(toCpp<Buffer>(buffer).getSize(size));
+}
+
+baton_result baton_buffer_export_fd(baton_buffer buffer, int* fd) {
+  return toC(toCpp<Buffer>(buffer).exportFd(fd));
 }
 
 baton_result baton_buffer_map(baton_buffer buffer, void** host_pointer) {

@@ -10,7 +10,8 @@ Timepoint::Timepoint(Device* device, BackendKind backend) : device_(device), bac
 Timepoint::~Timepoint() = default;
 
 Buffer::~Buffer() {
-  if (backed.load(std::memory_order_acquire) && !imported) device->impl()->free(allocation);
+  if (backed.load(std::memory_order_acquire) && !imported && !shared)
+    device->impl()->free(allocation);
 }
 
 Device::Device(Ref<Instance> instance, Ref<PhysicalDevice> physical, const char* debugName)

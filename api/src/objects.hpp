@@ -22,6 +22,7 @@
 #include "mutex.hpp"
 #include "object.hpp"
 #include "semaphore.hpp"
+#include "shared_buffer.hpp"
 #include "status.hpp"
 
 namespace baton::core {
@@ -285,6 +286,9 @@ class Buffer : public Object {
   // Memory imported from another API (interop/): owned by this object, released with the last
   // reference to the buffer instead of being freed by the backend.
   Ref<Object> imported;
+  // Memory shared with other processes (kBufferShareable, Device::importBuffer): likewise owned
+  // and released with the last reference; it also makes the buffer's descriptors.
+  Ref<SharedMemory> shared;
   uint64_t handle = 0;
 };
 

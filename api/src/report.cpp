@@ -114,6 +114,7 @@ size_t capabilityNames(uint64_t capabilities, char* buffer, size_t capacity) noe
       {kCapabilityExternalMemoryOpaqueFd, "external-memory-opaque-fd"},
       {kCapabilityHostMappedDeviceMemory, "host-mapped-device-memory"},
       {kCapabilityGraphCommandBuffers, "graph-command-buffers"},
+      {kCapabilityShareableMemory, "shareable-memory"},
   };
   std::string text;
   for (const auto& n : names) {

@@ -27,9 +27,28 @@
 
 namespace baton::core {
 
+uint64_t processStartTime(int pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  // The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return 0;
+  int field = 2;
+  for (; *p && field < 22; ++p)
+    if (*p == ' ') ++field;
+  return std::strtoull(p, nullptr, 10);
+}
+
 namespace {
 
-constexpr uint64_t kMagic = 0x314c544e4f544142ull;  // "BATONTL1"
+constexpr uint64_t kMagic = kSharedTimelineMagic;
 constexpr uint32_t kVersion = 1;
 constexpr uint64_t kPageSize = 4096;
 // Written into the value word when the timeline fails: releases every GPU-side wait for a value
@@ -87,27 +106,6 @@ void atomicMax(std::atomic<uint64_t>& a, uint64_t v) {
   uint64_t cur = a.load(std::memory_order_relaxed);
   while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_acq_rel)) {
   }
-}
-
-// A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or 0 when
-// the process does not exist.
-uint64_t processStartTime(int pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[1024];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  // The command name (field 2) is in parentheses and may hold spaces: count from the last ')'.
-  const char* p = std::strrchr(buf, ')');
-  if (!p) return 0;
-  int field = 2;
-  for (; *p && field < 22; ++p)
-    if (*p == ' ') ++field;
-  return std::strtoull(p, nullptr, 10);
 }
 
 int pidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }

@@ -56,5 +56,10 @@ Status attachShared(Semaphore& semaphore, int fd);
 Status exportShared(Semaphore& semaphore, int* fd);
 // Whether the semaphore is shared with other processes.
 bool isShared(const Semaphore& semaphore) noexcept;
+// A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or 0 when the
+// process does not exist: with the pid, what tells a process from a later one given its pid.
+uint64_t processStartTime(int pid);
+// The magic number at the start of a shared timeline's page (Semaphore::exportFd's descriptor).
+constexpr uint64_t kSharedTimelineMagic = 0x314c544e4f544142ull;  // "BATONTL1"
 
 }  // namespace baton::core

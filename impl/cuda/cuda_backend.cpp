@@ -218,6 +218,92 @@ Status destroyExternalMemory(void* memory) {
   return BATON_CU_STATUS(cuDestroyExternalMemory, static_cast<CUexternalMemory>(memory));
 }
 
+// Memory shared with other processes: virtual memory management, pinned device memory exportable
+// as a POSIX descriptor (the only handle type Linux offers besides fabric handles).
+CUmemAllocationProp shareableProp(int ordinal) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = ordinal;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  return prop;
+}
+Status vmmGranularity(int ordinal, uint64_t* granularity) {
+  const CUmemAllocationProp prop = shareableProp(ordinal);
+  size_t g = 0;
+  Status st =
+      BATON_CU_STATUS(cuMemGetAllocationGranularity, &g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  *granularity = g;
+  return st;
+}
+Status vmmCreate(int ordinal, uint64_t size, uint64_t* handle) {
+  const CUmemAllocationProp prop = shareableProp(ordinal);
+  CUmemGenericAllocationHandle h = 0;
+  Status st = BATON_CU_STATUS(cuMemCreate, &h, static_cast<size_t>(size), &prop, 0ull);
+  *handle = h;
+  return st;
+}
+Status vmmExport(uint64_t handle, int* fd) {
+  int out = -1;
+  Status st = BATON_CU_STATUS(cuMemExportToShareableHandle, &out,
+                              static_cast<CUmemGenericAllocationHandle>(handle),
+                              CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0ull);
+  *fd = out;
+  return st;
+}
+// The descriptor travels as the pointer's value, as the driver documents for POSIX descriptors.
+// A descriptor that is not an allocation's (closed, a pipe, another file) is answered with
+// CUDA_ERROR_UNKNOWN on the H100 (driver 580), which otherwise means a sticky fault: here it is
+// the caller's argument.
+Status vmmImport(int fd, uint64_t* handle) {
+  CUmemGenericAllocationHandle h = 0;
+  CUresult r = BATON_CU(cuMemImportFromShareableHandle, &h,
+                        reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  *handle = h;
+  Status st = toStatus(r, "cuMemImportFromShareableHandle");
+  if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE ||
+      r == CUDA_ERROR_NOT_SUPPORTED)
+    return Status(Result::ErrorInvalidArgument, st.message());
+  return st;
+}
+Status vmmDevice(uint64_t handle, int* ordinal) {
+  CUmemAllocationProp prop{};
+  BATON_TRY(BATON_CU_STATUS(cuMemGetAllocationPropertiesFromHandle, &prop,
+                            static_cast<CUmemGenericAllocationHandle>(handle)));
+  *ordinal = prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop.location.id : -1;
+  return Status();
+}
+Status vmmRelease(uint64_t handle) {
+  return BATON_CU_STATUS(cuMemRelease, static_cast<CUmemGenericAllocationHandle>(handle));
+}
+Status vmmMap(int ordinal, uint64_t handle, uint64_t size, uint64_t* address) {
+  CUdeviceptr p = 0;
+  BATON_TRY(BATON_CU_STATUS(cuMemAddressReserve, &p, static_cast<size_t>(size), 0u, 0ull, 0ull));
+  // cuMemMap refuses a size beyond the allocation (CUDA_ERROR_INVALID_VALUE).
+  Status st = BATON_CU_STATUS(cuMemMap, p, static_cast<size_t>(size), 0u,
+                              static_cast<CUmemGenericAllocationHandle>(handle), 0ull);
+  if (st.ok()) {
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = ordinal;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    st = BATON_CU_STATUS(cuMemSetAccess, p, static_cast<size_t>(size), &access, 1u);
+    if (!st.ok()) (void)BATON_CU(cuMemUnmap, p, static_cast<size_t>(size));
+  }
+  if (!st.ok()) {
+    (void)BATON_CU(cuMemAddressFree, p, static_cast<size_t>(size));
+    return st;
+  }
+  *address = p;
+  return Status();
+}
+Status vmmUnmap(uint64_t address, uint64_t size) {
+  Status st = BATON_CU_STATUS(cuMemUnmap, ptr(address), static_cast<size_t>(size));
+  Status freed = BATON_CU_STATUS(cuMemAddressFree, ptr(address), static_cast<size_t>(size));
+  return st.ok() ? freed : st;
+}
+
 // Graphs (graph command buffers): one-dimensional nodes in a chain.
 CUgraphNode* depOf(void*& dep) { return reinterpret_cast<CUgraphNode*>(&dep); }
 size_t depCount(void* dep) { return dep ? 1u : 0u; }
@@ -310,6 +396,13 @@ Status streamEndCapture(void* stream, void** graph) {
   return st;
 }
 
+bool hasVmm(const Symbols& s) {
+  return s.cuMemGetAllocationGranularity && s.cuMemCreate && s.cuMemRelease &&
+         s.cuMemExportToShareableHandle && s.cuMemImportFromShareableHandle &&
+         s.cuMemGetAllocationPropertiesFromHandle && s.cuMemAddressReserve && s.cuMemAddressFree &&
+         s.cuMemMap && s.cuMemUnmap && s.cuMemSetAccess;
+}
+
 // The driver table, with the interop entries only where the driver exports them.
 stream::DriverTable makeTable() {
   stream::DriverTable t = {
@@ -357,6 +450,23 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Host registration and stream memory operations (shared timelines), virtual memory
+      // management and IPC memory handles (shared buffers): set below where the driver has them.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
   if (s.cuGraphCreate && s.cuGraphDestroy && s.cuGraphAddMemcpyNode && s.cuGraphAddMemsetNode &&
@@ -389,6 +499,16 @@ stream::DriverTable makeTable() {
     t.hostUnregister = hostUnregister;
     t.streamWaitValue64 = streamWaitValue64;
     t.streamWriteValue64 = streamWriteValue64;
+  }
+  if (hasVmm(s)) {
+    t.vmmGranularity = vmmGranularity;
+    t.vmmCreate = vmmCreate;
+    t.vmmExport = vmmExport;
+    t.vmmImport = vmmImport;
+    t.vmmDevice = vmmDevice;
+    t.vmmRelease = vmmRelease;
+    t.vmmMap = vmmMap;
+    t.vmmUnmap = vmmUnmap;
   }
   if (s.cuImportExternalMemory && s.cuExternalMemoryGetMappedBuffer && s.cuDestroyExternalMemory) {
     t.importMemoryFd = importMemoryFd;
@@ -484,6 +604,12 @@ Status describe(int ordinal, DeviceInfo* out) {
   if (s.cuImportExternalMemory && s.cuExternalMemoryGetMappedBuffer && s.cuDestroyExternalMemory)
     caps |= kCapabilityExternalMemoryOpaqueFd;
   if (table().graphCreate) caps |= kCapabilityGraphCommandBuffers;
+  if (table().vmmCreate) {
+    int vmm = 0, posixFd = 0;
+    BATON_TRY(BATON_CU_ATTRIBUTE(&vmm, dev, VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED));
+    BATON_TRY(BATON_CU_ATTRIBUTE(&posixFd, dev, HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED));
+    if (vmm && posixFd) caps |= kCapabilityShareableMemory;
+  }
   p.capabilities = caps;
   out->device = dev;
   return Status();

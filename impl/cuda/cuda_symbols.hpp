@@ -3,11 +3,12 @@
 //
 // The entry points are listed once, in X-macros: REQUIRED ones must all resolve or the backend is
 // unavailable; OPTIONAL ones (memory pools, external semaphores and memory, stream memory
-// operations, modules, graphs and stream capture) may be null and gate capabilities; the IPC
-// event and memory handles are there for the raw baselines of bench/cuda/shared_bench only.
-// cuda.h maps API names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2, cuDeviceGetUuid ->
-// cuDeviceGetUuid_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags); the table resolves
-// exactly the symbol that the header's prototype describes, so the types always match.
+// operations, modules, graphs and stream capture, virtual memory management) may be null and gate
+// capabilities; the IPC event handles are there for the raw baselines of bench/cuda/shared_bench
+// only. cuda.h maps API names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2,
+// cuDeviceGetUuid -> cuDeviceGetUuid_v2, cuGraphInstantiate -> cuGraphInstantiateWithFlags); the
+// table resolves exactly the symbol that the header's prototype describes, so the types always
+// match.
 //
 // Every call goes through BATON_CU, the one wrapper where tests inject faults (injectFault).
 #pragma once
@@ -51,7 +52,11 @@
   X(cuGraphAddMemsetNode) X(cuGraphAddHostNode) X(cuGraphAddChildGraphNode)                 \
   X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch) X(cuGraphExecUpdate)         \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing)                     \
-  X(cuMemHostRegister) X(cuMemHostUnregister)
+  X(cuMemHostRegister) X(cuMemHostUnregister)                                              \
+  X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)                          \
+  X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)                        \
+  X(cuMemGetAllocationPropertiesFromHandle) X(cuMemAddressReserve) X(cuMemAddressFree)     \
+  X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)
 // clang-format on
 
 namespace baton::cuda {

@@ -208,6 +208,27 @@ Status streamWriteValue64(void* stream, uint64_t address, uint64_t value) {
                           reinterpret_cast<void*>(static_cast<uintptr_t>(address)), value, 0u);
 }
 
+// Memory shared with other processes: ROCm 5.2 exports no allocation as a descriptor (hipMemCreate
+// and its kin came later), so hipMalloc memory travels as an IPC handle (shared_buffer.hpp).
+Status ipcGetHandle(uint64_t address, uint8_t* handle) {
+  static_assert(sizeof(hipIpcMemHandle_t) == stream::DriverTable::kIpcHandleBytes);
+  hipIpcMemHandle_t h{};
+  BATON_TRY(BATON_HIP_STATUS(hipIpcGetMemHandle, &h, ptr(address)));
+  std::memcpy(handle, &h, sizeof h);
+  return Status();
+}
+Status ipcOpenHandle(const uint8_t* handle, uint64_t* out) {
+  hipIpcMemHandle_t h{};
+  std::memcpy(&h, handle, sizeof h);
+  void* p = nullptr;
+  Status st = BATON_HIP_STATUS(hipIpcOpenMemHandle, &p, h, hipIpcMemLazyEnablePeerAccess);
+  *out = address(p);
+  return st;
+}
+Status ipcCloseHandle(uint64_t address) {
+  return BATON_HIP_STATUS(hipIpcCloseMemHandle, ptr(address));
+}
+
 Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
   hipExternalMemoryHandleDesc desc{};
   desc.type = hipExternalMemoryHandleTypeOpaqueFd;
@@ -370,6 +391,23 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Host registration and stream memory operations (shared timelines), virtual memory
+      // management and IPC memory handles (shared buffers): set below where the runtime has them.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
   if (s.hipGraphCreate && s.hipGraphDestroy && s.hipGraphAddMemcpyNode1D &&
@@ -395,6 +433,11 @@ stream::DriverTable makeTable() {
     t.hostUnregister = hostUnregister;
     t.streamWaitValue64 = streamWaitValue64;
     t.streamWriteValue64 = streamWriteValue64;
+  }
+  if (s.hipIpcGetMemHandle && s.hipIpcOpenMemHandle && s.hipIpcCloseMemHandle) {
+    t.ipcGetHandle = ipcGetHandle;
+    t.ipcOpenHandle = ipcOpenHandle;
+    t.ipcCloseHandle = ipcCloseHandle;
   }
   if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer &&
       s.hipDestroyExternalMemory) {
@@ -487,6 +530,8 @@ Status describe(int ordinal, DeviceInfo* out) {
   if (s.hipImportExternalMemory && s.hipExternalMemoryGetMappedBuffer && s.hipDestroyExternalMemory)
     caps |= kCapabilityExternalMemoryOpaqueFd;
   if (table().graphCreate) caps |= kCapabilityGraphCommandBuffers;
+  // IPC memory has no device attribute: every device of a runtime that exports the calls has it.
+  if (table().ipcGetHandle) caps |= kCapabilityShareableMemory;
   p.capabilities = caps;
   return Status();
 }

@@ -7,8 +7,8 @@
 //   hipLaunchHostFunc   declared by 5.2 but not exported; hipStreamAddCallback is used instead
 //   hipDeviceGetUuid    exported since 5.2 (the UUID that Vulkan's deviceUUID matches)
 //   pools, external semaphores and memory, stream memory operations, modules, graphs and stream
-//   capture: capabilities.
-//   IPC event and memory handles: the raw baselines of bench/cuda/shared_bench only.
+//   capture, IPC memory handles: capabilities.
+//   IPC event handles: the raw baselines of bench/cuda/shared_bench only.
 // HIP's C++ overloads (hipMallocFromPoolAsync<T>) make `decltype(&::name)` ambiguous, so those
 // entries name their C prototype (BATON_HIP_OPTIONAL_TYPED).
 //

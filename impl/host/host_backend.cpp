@@ -3,8 +3,10 @@
 // the CI target. Semaphores are pure core objects, so host queues interoperate with every backend:
 // a wait on a recorded device signal (a Timepoint) is accepted and waited for on the worker thread.
 #include <pthread.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +20,7 @@
 #include "notifier.hpp"
 #include "objects.hpp"
 #include "report.hpp"
+#include "shared_buffer.hpp"
 #include "trace.hpp"
 
 namespace baton::core {
@@ -202,6 +205,37 @@ class HostQueue final : public QueueImpl {
   std::thread worker_;
 };
 
+// A shareable buffer's memory on the host backend: the whole envelope memfd (header page, then the
+// bytes) mapped shared, so that every process that maps it sees the same bytes. The memfd lives
+// as long as a mapping or a descriptor of it does, in any process: the kernel's rule, which is the
+// lifetime kBufferShareable promises.
+class HostSharedMemory final : public SharedMemory {
+ public:
+  HostSharedMemory(Envelope envelope, void* mapping, uint64_t bytes)
+      : envelope_(std::move(envelope)), mapping_(mapping), bytes_(bytes) {}
+  ~HostSharedMemory() override { munmap(mapping_, bytes_); }
+  Status exportFd(int* fd) override { return envelope_.exportFd(fd); }
+  void* data() const noexcept { return static_cast<char*>(mapping_) + kEnvelopeHeaderSize; }
+
+  // Maps the envelope's bytes after the header page.
+  static Status map(Envelope envelope, Ref<SharedMemory>* out, void** data) {
+    const uint64_t bytes = kEnvelopeHeaderSize + envelope.header()->dataBytes;
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, envelope.fd(), 0);
+    if (m == MAP_FAILED)
+      return error(Result::ErrorOutOfHostMemory, "mapping a shared buffer's %llu bytes: %s",
+                   static_cast<unsigned long long>(bytes), std::strerror(errno));
+    auto memory = makeRef<HostSharedMemory>(std::move(envelope), m, bytes);
+    *data = memory->data();
+    *out = std::move(memory);
+    return Status();
+  }
+
+ private:
+  Envelope envelope_;
+  void* mapping_;
+  uint64_t bytes_;
+};
+
 class HostDevice final : public DeviceImpl {
  public:
   explicit HostDevice(Device& device) : device_(device) {}
@@ -226,7 +260,45 @@ class HostDevice final : public DeviceImpl {
 
   void free(const Allocation& allocation) override { std::free(allocation.host); }
 
+  Status allocateShareable(const BufferCreateInfo& info, Allocation* out,
+                           Ref<SharedMemory>* memory) override {
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t bytes = (info.size + page - 1) / page * page;
+    if (bytes < info.size)
+      return error(Result::ErrorOutOfDeviceMemory, "a shared buffer of %llu bytes",
+                   static_cast<unsigned long long>(info.size));
+    EnvelopeInfo e;
+    e.layout = EnvelopeLayout::HostMemory;
+    e.device = &device_.physical()->properties;
+    e.size = info.size;
+    e.memory = info.memory;
+    e.dataBytes = bytes;
+    Envelope envelope;
+    BATON_TRY(createEnvelope(e, &envelope));
+    publishEnvelope(envelope);
+    void* data = nullptr;
+    BATON_TRY(HostSharedMemory::map(std::move(envelope), memory, &data));
+    setAllocation(data, info.size, out);
+    return Status();
+  }
+
+  Status importShared(const SharedImport& in, Allocation* out, Ref<SharedMemory>* memory) override {
+    Envelope envelope;
+    BATON_TRY(openEnvelope(in, device_.physical()->properties, device_.label(),
+                           EnvelopeLayout::HostMemory, &envelope));
+    void* data = nullptr;
+    BATON_TRY(HostSharedMemory::map(std::move(envelope), memory, &data));
+    setAllocation(data, in.size, out);
+    return Status();
+  }
+
  private:
+  static void setAllocation(void* data, uint64_t size, Allocation* out) {
+    out->host = data;
+    out->deviceAddress = reinterpret_cast<uintptr_t>(data);
+    out->size = size;
+  }
+
   Device& device_;
 };
 
@@ -248,7 +320,8 @@ class HostBackend final : public Backend {
     p.totalMemory = pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * pageSize : 0;
     p.maxQueues = kMaxQueues;
     p.capabilities = kCapabilityDeviceMemory | kCapabilityHostPinnedMemory |
-                     kCapabilityStreamOrderedAlloc | kCapabilityHostMappedDeviceMemory;
+                     kCapabilityStreamOrderedAlloc | kCapabilityHostMappedDeviceMemory |
+                     kCapabilityShareableMemory;
     return p;
   }
 

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -56,7 +57,7 @@ struct DeviceShared {
   void freeAllocation(const core::Allocation& a) {
     std::lock_guard<std::mutex> lock(captureMutex_);
     if (captures_ > 0) {
-      held_.push_back(Held{a, nullptr, 0});
+      held_.push_back(Held{a, nullptr, 0, {}});
       return;
     }
     freeNow(a);
@@ -66,10 +67,21 @@ struct DeviceShared {
   void releaseExternalMemory(void* memory, uint64_t address) {
     std::lock_guard<std::mutex> lock(captureMutex_);
     if (captures_ > 0) {
-      held_.push_back(Held{core::Allocation{}, memory, address});
+      held_.push_back(Held{core::Allocation{}, memory, address, {}});
       return;
     }
     releaseNow(memory, address);
+  }
+
+  // Runs `release` (the unmapping and release of a shared buffer's memory: shared_memory.hpp) the
+  // same way: now, or once the last capture in progress ended.
+  void releaseMemory(std::function<void()> release) {
+    std::lock_guard<std::mutex> lock(captureMutex_);
+    if (captures_ > 0) {
+      held_.push_back(Held{core::Allocation{}, nullptr, 0, std::move(release)});
+      return;
+    }
+    release();
   }
 
   // A stream capture on this device, from its begin to its end. HIP's hipFree and hipHostFree
@@ -85,8 +97,14 @@ struct DeviceShared {
     ~CaptureScope() {
       std::lock_guard<std::mutex> lock(d_.captureMutex_);
       if (--d_.captures_ > 0) return;
-      for (const Held& h : d_.held_)
-        h.memory ? d_.releaseNow(h.memory, h.address) : d_.freeNow(h.allocation);
+      for (const Held& h : d_.held_) {
+        if (h.release)
+          h.release();
+        else if (h.memory)
+          d_.releaseNow(h.memory, h.address);
+        else
+          d_.freeNow(h.allocation);
+      }
       d_.held_.clear();
     }
     CaptureScope(const CaptureScope&) = delete;
@@ -123,11 +141,13 @@ struct DeviceShared {
     if (address) (void)driver.memFree(address);
     (void)driver.destroyExternalMemory(memory);
   }
-  // A release held during a capture: `allocation`, or imported `memory` and its mapping.
+  // A release held during a capture: `allocation`, or imported `memory` and its mapping, or
+  // `release` (releaseMemory).
   struct Held {
     core::Allocation allocation;
     void* memory;
     uint64_t address;
+    std::function<void()> release;
   };
   std::mutex captureMutex_;
   int captures_ = 0;        // captureMutex_

@@ -28,6 +28,7 @@
 #include "issue_thread.hpp"
 #include "issuer.hpp"
 #include "queue_shared.hpp"
+#include "shared_memory.hpp"
 #include "stream_counters.hpp"
 #include "stream_device.hpp"
 #include "stream_interop.hpp"

@@ -47,6 +47,7 @@
 //   device_shared.hpp     DeviceShared: a device's state that outlives it; MemoryTag
 //   graphs.hpp            graph command buffers: the graphs end() builds, their host nodes
 //   stream_interop.hpp    imported semaphores and memory (native interop)
+//   shared_memory.hpp     memory shared with other processes (VMM descriptors, IPC handles)
 //   stream_tuning.hpp     the spin, poll, batch and ring constants
 //   stream_counters.hpp   the counters behind stats()
 // Beside the machinery, what the backends share about their driver libraries:

@@ -26,6 +26,7 @@
 #include "issue_thread.hpp"
 #include "objects.hpp"
 #include "queue_shared.hpp"
+#include "shared_memory.hpp"
 #include "stream_driver.hpp"
 #include "stream_interop.hpp"
 #include "stream_queue.hpp"
@@ -91,6 +92,37 @@ class StreamDevice final : public core::DeviceImpl {
   }
 
   void free(const core::Allocation& allocation) override { shared_->freeAllocation(allocation); }
+
+  // Shared memory (shared_memory.hpp): virtual memory management where the driver has it, else
+  // IPC memory handles.
+  Status allocateShareable(const BufferCreateInfo& info, core::Allocation* out,
+                           Ref<core::SharedMemory>* memory) override {
+    const DriverTable& d = shared_->driver;
+    if (info.memory != MemoryKind::Device)
+      return Status(Result::ErrorNotSupported,
+                    core::format("%s shares device memory only (a HostPinned buffer is shareable "
+                                 "on the host backend)",
+                                 device_.label().c_str()));
+    ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
+    if (d.vmmCreate) return VmmMemory::create(shared_, info.size, out, memory);
+    if (d.ipcGetHandle) return IpcExport::create(shared_, *device_.physical(), info, out, memory);
+    return Status(Result::ErrorNotSupported,
+                  core::format("the %s driver shares no memory across processes", d.name));
+  }
+
+  Status importShared(const core::SharedImport& in, core::Allocation* out,
+                      Ref<core::SharedMemory>* memory) override {
+    const DriverTable& d = shared_->driver;
+    ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
+    if (d.vmmImport)
+      return VmmMemory::import(shared_, *device_.physical(), device_.label(), in, out, memory);
+    if (d.ipcOpenHandle)
+      return IpcImport::import(shared_, *device_.physical(), device_.label(), in, out, memory);
+    return Status(Result::ErrorNotSupported,
+                  core::format("the %s driver shares no memory across processes", d.name));
+  }
 
   void setHostWaitSpin(uint64_t spinNs) override {
     shared_->hostWaitSpinNs.store(spinNs, std::memory_order_relaxed);

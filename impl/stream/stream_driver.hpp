@@ -13,6 +13,7 @@
 // (see ContextScope), from any thread, never from inside a host function.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -115,6 +116,36 @@ struct DriverTable {
   Status (*hostUnregister)(void* host);
   Status (*streamWaitValue64)(void* stream, uint64_t address, uint64_t value);
   Status (*streamWriteValue64)(void* stream, uint64_t address, uint64_t value);
+
+  // Memory shared with other processes (shared_buffer.hpp: kBufferShareable, Device::importBuffer).
+  // Virtual memory management with POSIX descriptors (CUDA); null where the driver lacks it:
+  //   vmmGranularity  the allocation granularity of device `ordinal` (sizes are multiples of it)
+  //   vmmCreate       a physical allocation of `size` bytes on device `ordinal`, exportable as a
+  //                   POSIX descriptor
+  //   vmmExport       a new descriptor of it (close-on-exec; the caller's)
+  //   vmmImport       a handle of the allocation behind `fd` (the caller keeps `fd`)
+  //   vmmDevice       the ordinal of the device the allocation lives on (-1: not on a device)
+  //   vmmRelease      gives a handle back; the memory lives while a handle, a mapping or a
+  //                   descriptor of it does, in any process
+  //   vmmMap          reserves `size` bytes of addresses, maps the allocation's first `size`
+  //                   bytes there and lets device `ordinal` read and write them; an allocation
+  //                   smaller than `size` is refused (ErrorDriver), with nothing left behind
+  //   vmmUnmap        unmaps a vmmMap range and frees its addresses
+  Status (*vmmGranularity)(int ordinal, uint64_t* granularity);
+  Status (*vmmCreate)(int ordinal, uint64_t size, uint64_t* handle);
+  Status (*vmmExport)(uint64_t handle, int* fd);
+  Status (*vmmImport)(int fd, uint64_t* handle);
+  Status (*vmmDevice)(uint64_t handle, int* ordinal);
+  Status (*vmmRelease)(uint64_t handle);
+  Status (*vmmMap)(int ordinal, uint64_t handle, uint64_t size, uint64_t* address);
+  Status (*vmmUnmap)(uint64_t address, uint64_t size);
+  // IPC memory handles (HIP 5.2, which exports no allocations as descriptors): the 64-byte handle
+  // of memAlloc memory; its opening in another process (not the exporting one: the drivers
+  // refuse that), mapped until closed. Null where the driver lacks them.
+  static constexpr size_t kIpcHandleBytes = 64;
+  Status (*ipcGetHandle)(uint64_t address, uint8_t* handle);
+  Status (*ipcOpenHandle)(const uint8_t* handle, uint64_t* address);
+  Status (*ipcCloseHandle)(uint64_t address);
 };
 
 // Ends a capture of `stream` (d.streamEndCapture). A failed end may leave the stream capturing,

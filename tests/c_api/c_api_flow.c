@@ -357,6 +357,34 @@ int c_api_flow_buffers(char* why, size_t capacity) {
   EXPECT_RESULT(BATON_ERROR_INVALID_HANDLE, baton_buffer_destroy(scratch)); /* consumed */
   CHECK_OK(baton_semaphore_wait(timeline, 4, BATON_WAIT_FOREVER));
 
+  /* A shareable buffer, imported here (another process imports it the same way): one memory. */
+  baton_buffer_create_info shared_info = BATON_BUFFER_CREATE_INFO_INIT;
+  shared_info.size = 64;
+  shared_info.flags = BATON_BUFFER_SHAREABLE;
+  baton_buffer shared = BATON_NULL_HANDLE, imported = BATON_NULL_HANDLE;
+  CHECK_OK(baton_device_create_buffer(device, &shared_info, &shared));
+  int fd = -1;
+  CHECK_OK(baton_buffer_export_fd(shared, &fd));
+  REQUIRE(fd >= 0);
+  baton_buffer_import_info import_info = BATON_BUFFER_IMPORT_INFO_INIT;
+  import_info.fd = fd;
+  import_info.size = 128;
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
+                baton_device_import_buffer(device, &import_info, &imported)); /* size */
+  import_info.size = 64;
+  CHECK_OK(baton_device_import_buffer(device, &import_info, &imported));
+  close(fd);
+  void* exported_bytes = NULL;
+  void* imported_bytes = NULL;
+  CHECK_OK(baton_buffer_map(shared, &exported_bytes));
+  CHECK_OK(baton_buffer_map(imported, &imported_bytes));
+  ((unsigned char*)exported_bytes)[5] = 42;
+  REQUIRE(((const unsigned char*)imported_bytes)[5] == 42);
+  EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT, baton_buffer_export_fd(src, &fd)); /* not shared */
+  REQUIRE(fd == -1);
+  CHECK_OK(baton_buffer_destroy(imported));
+  CHECK_OK(baton_buffer_destroy(shared));
+
   CHECK_OK(baton_command_buffer_destroy(commands));
   CHECK_OK(baton_buffer_destroy(src));
   CHECK_OK(baton_buffer_destroy(dst));
@@ -441,7 +469,7 @@ int c_api_flow_bad_input(char* why, size_t capacity) {
   CHECK_OK(baton_instance_create_device(instance, physical, NULL, &device));
   baton_buffer buffer = BATON_NULL_HANDLE;
   EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT, baton_device_create_buffer(device, NULL, &buffer));
-  baton_buffer_create_info buffer_info = {16, (baton_memory_kind)9};
+  baton_buffer_create_info buffer_info = {16, (baton_memory_kind)9, 0};
   EXPECT_RESULT(BATON_ERROR_INVALID_ARGUMENT,
                 baton_device_create_buffer(device, &buffer_info, &buffer));
   baton_queue queue = BATON_NULL_HANDLE;

@@ -126,6 +126,12 @@ TEST(CApiDefaults, InitMacrosAreTheCppDefaults) {
   const baton_buffer_create_info cBuffer = c_api_default_buffer_create_info();
   EXPECT_EQ(cBuffer.size, buffer.size);
   EXPECT_EQ(static_cast<uint32_t>(cBuffer.memory), static_cast<uint32_t>(buffer.memory));
+  EXPECT_EQ(cBuffer.flags, buffer.flags);
+  const baton::BufferImportInfo import;
+  const baton_buffer_import_info cImport = BATON_BUFFER_IMPORT_INFO_INIT;
+  EXPECT_EQ(cImport.fd, import.fd);
+  EXPECT_EQ(cImport.size, import.size);
+  EXPECT_EQ(static_cast<uint32_t>(cImport.memory), static_cast<uint32_t>(import.memory));
   const baton::CommandBufferCreateInfo commandBuffer;
   const baton_command_buffer_create_info cCommandBuffer =
       c_api_default_command_buffer_create_info();
@@ -418,9 +424,18 @@ TEST_F(CApiBadInput, ValuesAndEnums) {
               instance_.waitSemaphores(waitCpp, baton::WaitMode::All, 0));
   baton_buffer buffer;
   baton::Buffer bufferCpp;
-  const baton_buffer_create_info badKind = {16, static_cast<baton_memory_kind>(9)};
+  const baton_buffer_create_info badKind = {16, static_cast<baton_memory_kind>(9), 0};
   EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_create_buffer(device, &badKind, &buffer),
-              deviceA_.createBuffer({16, static_cast<baton::MemoryKind>(9)}, &bufferCpp));
+              deviceA_.createBuffer({16, static_cast<baton::MemoryKind>(9), 0}, &bufferCpp));
+  const baton_buffer_create_info badFlags = {16, BATON_MEMORY_KIND_DEVICE, 0x80};
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_create_buffer(device, &badFlags, &buffer),
+              deviceA_.createBuffer({16, baton::MemoryKind::Device, 0x80}, &bufferCpp));
+  baton_buffer_import_info badImport = BATON_BUFFER_IMPORT_INFO_INIT;
+  badImport.size = 16;
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_import_buffer(device, &badImport, &buffer),
+              deviceA_.importBuffer({-1, 16, baton::MemoryKind::Device}, &bufferCpp));
+  EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_import_buffer(device, nullptr, &buffer),
+              deviceA_.importBuffer({}, &bufferCpp));
   // A null create-info is the C++ default: size 0.
   EXPECT_SAME(Result::ErrorInvalidArgument, baton_device_create_buffer(device, nullptr, &buffer),
               deviceA_.createBuffer({}, &bufferCpp));

@@ -349,6 +349,8 @@ BATON_API baton_result baton_instance_create_device(baton_instance instance,
 /** BATON_COMMAND_BUFFER_USAGE_GRAPH builds driver graphs (the host backend, which lacks the bit,
  * replays graph command buffers instead). */
 #define BATON_CAPABILITY_GRAPH_COMMAND_BUFFERS (UINT64_C(1) << 8)
+/** BATON_BUFFER_SHAREABLE buffers and baton_device_import_buffer. */
+#define BATON_CAPABILITY_SHAREABLE_MEMORY (UINT64_C(1) << 9)
 /** @} */
 
 /** Writes the names of the set bits, comma-separated, into buffer (caller-owned; always
@@ -455,10 +457,25 @@ typedef enum baton_memory_kind {
 typedef struct baton_buffer_create_info {
   uint64_t size;            /**< bytes, > 0 */
   baton_memory_kind memory; /**< one the device lacks is BATON_ERROR_NOT_SUPPORTED */
+  uint32_t flags;           /**< BATON_BUFFER_SHAREABLE or 0 */
 } baton_buffer_create_info;
-/** The C++ defaults: size 0 (to be set), device memory. */
+/** The C++ defaults: size 0 (to be set), device memory, no flags. */
 #define BATON_BUFFER_CREATE_INFO_INIT \
-  { 0, BATON_MEMORY_KIND_DEVICE }
+  { 0, BATON_MEMORY_KIND_DEVICE, 0 }
+/** baton_buffer_create_info::flags: the buffer's memory can be mapped by other processes
+ * (baton_buffer_export_fd, baton_device_import_buffer); baton_device_create_buffer only. See
+ * baton::kBufferShareable (baton/buffer.hpp) for how each backend shares it and how long it lives. */
+#define BATON_BUFFER_SHAREABLE 0x1u
+
+/** What baton_device_import_buffer needs (baton::BufferImportInfo). */
+typedef struct baton_buffer_import_info {
+  int fd; /**< from baton_buffer_export_fd, here or in another process; borrowed */
+  uint64_t size;            /**< the exported buffer's size: another is refused */
+  baton_memory_kind memory; /**< the exported buffer's kind: another is refused */
+} baton_buffer_import_info;
+/** No descriptor, size 0 (to be set), device memory. */
+#define BATON_BUFFER_IMPORT_INFO_INIT \
+  { -1, 0, BATON_MEMORY_KIND_DEVICE }
 
 /** Allocates a buffer now (blocking; see baton_queue_alloca_buffer for queue-ordered allocation).
  * info null means the defaults, whose size 0 is BATON_ERROR_INVALID_ARGUMENT. Ownership: the
@@ -469,6 +486,19 @@ typedef struct baton_buffer_create_info {
  * BATON_ERROR_INVALID_HANDLE. (Device::createBuffer) */
 BATON_API baton_result baton_device_create_buffer(baton_device device,
                                                   const baton_buffer_create_info* info,
+                                                  baton_buffer* buffer);
+
+/** Maps memory that another buffer exported (baton_buffer_export_fd, here or in another process)
+ * into this device: a new buffer of info->size bytes sharing that memory. Ownership: the caller
+ * owns *buffer; info->fd stays the caller's. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT
+ * (null info or output; a descriptor that is closed or not a buffer's; a size or memory kind other
+ * than the exported buffer's; a HIP buffer whose exporter was destroyed),
+ * BATON_ERROR_DEVICE_MISMATCH (memory of another device or backend), BATON_ERROR_NOT_SUPPORTED
+ * (no BATON_CAPABILITY_SHAREABLE_MEMORY), BATON_ERROR_OUT_OF_DEVICE_MEMORY,
+ * BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_DEVICE_LOST, BATON_ERROR_DRIVER,
+ * BATON_ERROR_INVALID_HANDLE. (Device::importBuffer) */
+BATON_API baton_result baton_device_import_buffer(baton_device device,
+                                                  const baton_buffer_import_info* info,
                                                   baton_buffer* buffer);
 
 /** Waits for every queue of the device to be idle, or timeout_ns (BATON_WAIT_FOREVER: no limit).
@@ -760,6 +790,14 @@ BATON_API baton_result baton_buffer_destroy(baton_buffer buffer);
 /** Writes the size in bytes. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null),
  * BATON_ERROR_INVALID_HANDLE. (Buffer::getSize) */
 BATON_API baton_result baton_buffer_get_size(baton_buffer buffer, uint64_t* size);
+
+/** Writes to *fd a new descriptor (close-on-exec, the caller's) of a shareable buffer's memory
+ * (BATON_BUFFER_SHAREABLE, or made by baton_device_import_buffer), for another process to import
+ * with baton_device_import_buffer together with the buffer's size and memory kind. Returns
+ * BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT (null fd; a buffer that is not shareable: *fd is
+ * -1), BATON_ERROR_OUT_OF_HOST_MEMORY, BATON_ERROR_DRIVER, BATON_ERROR_INVALID_HANDLE.
+ * (Buffer::exportFd) */
+BATON_API baton_result baton_buffer_export_fd(baton_buffer buffer, int* fd);
 
 /** Writes a host pointer to the memory, owned by the buffer and valid until it is destroyed;
  * order host access against device work with semaphores. Returns BATON_SUCCESS, BATON_NOT_READY

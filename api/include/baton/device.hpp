@@ -74,10 +74,35 @@ class BATON_API Device : public Handle<Device> {
 
   /// Allocates a buffer now (blocking; see Queue::allocaBuffer for queue-ordered allocation).
   /// Ownership: the caller owns it. Thread safe. Returns Success, ErrorInvalidArgument (size 0,
-  /// a MemoryKind value that is not one of its enumerators, null output), ErrorNotSupported (a
-  /// memory kind the device lacks: see kCapabilityDeviceMemory, kCapabilityHostPinnedMemory),
-  /// ErrorOutOfDeviceMemory, ErrorOutOfHostMemory, ErrorDeviceLost, ErrorInvalidHandle.
+  /// a MemoryKind value that is not one of its enumerators, an unknown flag, null output),
+  /// ErrorNotSupported (a memory kind the device lacks: see kCapabilityDeviceMemory,
+  /// kCapabilityHostPinnedMemory; kBufferShareable on a device without kCapabilityShareableMemory,
+  /// or with HostPinned memory on a GPU), ErrorOutOfDeviceMemory, ErrorOutOfHostMemory,
+  /// ErrorDeviceLost, ErrorDriver (a driver error while making shareable memory: the message names
+  /// the call), ErrorInvalidHandle.
   [[nodiscard]] Result createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept;
+
+  /// Maps memory another buffer exported (Buffer::exportFd, in this process or another one) into
+  /// this device: a new buffer, of info.size bytes, whose memory is the exported buffer's (writes
+  /// of either are the other's; order them with shared semaphores). The importing buffer is
+  /// shareable itself (it exports the same memory again). Its memory lives as
+  /// kBufferShareable says: on CUDA and the host backend until the last buffer and descriptor of it
+  /// in any process is gone; on HIP while the exporting buffer lives, which holds its free back
+  /// until this buffer is destroyed. Ownership: the caller owns *buffer; info.fd stays the
+  /// caller's. Thread safe.
+  /// Returns Success;
+  /// ErrorInvalidArgument: null output, a negative, closed or foreign descriptor (a pipe, a
+  /// shared semaphore's, a file), a size of 0 or other than the exported buffer's, a memory kind
+  /// other than the exported one, or a HIP buffer whose exporter was destroyed since;
+  /// ErrorDeviceMismatch: memory of another device (its UUID or ordinal differs) or of another
+  /// backend's device (a host-backend or HIP buffer's descriptor given to a device of another
+  /// backend; a CUDA buffer's descriptor is the driver's, which says nothing about itself: on
+  /// another backend's device it is ErrorInvalidArgument, whose message says so);
+  /// ErrorNotSupported: a device without kCapabilityShareableMemory (the message names the
+  /// device and what its driver lacks); ErrorOutOfDeviceMemory (no address range for it),
+  /// ErrorOutOfHostMemory, ErrorDeviceLost, ErrorDriver (another driver error, named),
+  /// ErrorInvalidHandle.
+  [[nodiscard]] Result importBuffer(const BufferImportInfo& info, Buffer* buffer) const noexcept;
 
   /// Waits for every queue of the device to be idle (see Queue::waitIdle; the same results,
   /// ErrorInvalidState from inside a callback running on any of its queues). Thread safe.

@@ -22,6 +22,9 @@ enum Capability : uint64_t {
   kCapabilityHostMappedDeviceMemory = 1ull << 7,       ///< Device buffers are host-mappable
   /// CommandBufferUsage::Graph builds driver graphs (the host backend replays them instead)
   kCapabilityGraphCommandBuffers = 1ull << 8,
+  /// kBufferShareable buffers and Device::importBuffer: memory shared with other processes (CUDA:
+  /// virtual memory management with POSIX descriptors; HIP: IPC memory handles; host: memfd)
+  kCapabilityShareableMemory = 1ull << 9,
 };
 
 /// Writes the names of the set bits of `capabilities`, comma-separated, into buffer (always

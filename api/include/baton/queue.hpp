@@ -74,8 +74,8 @@ class BATON_API Queue : public Handle<Queue> {
   /// work is pending).
   /// Returns what submit returns, plus ErrorNotSupported (backend without stream-ordered
   /// allocation, a memory kind the device lacks), ErrorInvalidArgument (as for
-  /// Device::createBuffer: size 0, an unknown memory kind, null output) and
-  /// ErrorOutOfDeviceMemory.
+  /// Device::createBuffer: size 0, an unknown memory kind, an unknown flag, null output;
+  /// kBufferShareable, which only Device::createBuffer takes) and ErrorOutOfDeviceMemory.
   [[nodiscard]] Result allocaBuffer(Span<const SemaphoreValue> waits, const BufferCreateInfo& info,
                                     Span<const SemaphoreValue> signals,
                                     Buffer* buffer) const noexcept;

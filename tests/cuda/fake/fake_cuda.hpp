@@ -335,8 +335,9 @@ struct BatonFakeCudaStats {
   uint32_t async;                   // 1 in async mode, 0 in sync mode
   uint32_t delayUs;                 // BATON_FAKE_CUDA_DELAY_US
   // Allocations (cuMemAlloc, cuMemHostAlloc, cuMemAllocFromPoolAsync) not yet freed (cuMemFree,
-  // cuMemFreeHost, cuMemFreeAsync once its stream ran it): a test checks that nothing leaks
-  // without a leak checker.
+  // cuMemFreeHost, cuMemFreeAsync once its stream ran it), and allocations of this process's
+  // virtual memory management (one per cuMemCreate and cuMemImportFromShareableHandle) whose last
+  // handle and mapping are not yet gone: a test checks that nothing leaks without a leak checker.
   uint64_t allocationsLive;
   // Graphs (graphs.cpp): graphs and executable graphs not yet destroyed; launches; updates that
   // succeeded and that were refused; ops captured from streams.

@@ -76,11 +76,19 @@ Allocation* lookupLocked(CUmemGenericAllocationHandle handle) {
 CUmemGenericAllocationHandle handleOf(Allocation* a) {
   return static_cast<CUmemGenericAllocationHandle>(reinterpret_cast<uintptr_t>(a));
 }
+// Each Allocation (one per cuMemCreate or cuMemImportFromShareableHandle) counts as one live
+// allocation of this process (BatonFakeCudaStats::allocationsLive) until its last handle and
+// mapping are gone.
+void addLocked(Allocation* a) {
+  allocations().insert(a);
+  fake_cuda::gCounters.allocationsLive.fetch_add(1, std::memory_order_relaxed);
+}
 void dropIfUnusedLocked(Allocation* a) {
   if (a->handleRefs > 0 || a->mappings > 0) return;
   close(a->fd);
   allocations().erase(a);
   delete a;
+  fake_cuda::gCounters.allocationsLive.fetch_sub(1, std::memory_order_relaxed);
 }
 
 // The properties cuMemCreate and cuMemGetAllocationGranularity accept: pinned memory on a device
@@ -144,7 +152,7 @@ CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
   a->size = size;
   a->prop = *prop;
   std::lock_guard<std::mutex> lock(mutex());
-  allocations().insert(a);
+  addLocked(a);
   *handle = handleOf(a);
   return CUDA_SUCCESS;
 }
@@ -202,7 +210,7 @@ CUresult CUDAAPI cuMemImportFromShareableHandle(CUmemGenericAllocationHandle* ha
   a->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   a->prop.location.id = ordinal;
   std::lock_guard<std::mutex> lock(mutex());
-  allocations().insert(a);
+  addLocked(a);
   *handle = handleOf(a);
   return CUDA_SUCCESS;
 }
