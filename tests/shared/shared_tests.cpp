@@ -710,6 +710,18 @@ TEST_P(SharedBufferTest, BadBufferDescriptorsAndArgumentsGetClearResults) {
   refused(Result::ErrorInvalidArgument, "a larger size", "size");
   info.size = backend() == BackendKind::Cuda ? 0 : kSharedBytes - 4;
   if (info.size) refused(Result::ErrorInvalidArgument, "a smaller size", "size");
+  {
+    // A size granules smaller than the allocation (on CUDA: the driver maps one granule more).
+    UniqueBuffer big = makeShareable(3u << 20);
+    BufferImportInfo smaller = info;
+    smaller.fd = exportBuffer(*big);
+    smaller.size = 1u << 20;
+    EXPECT_EQ(device().importBuffer(smaller, b.put()), Result::ErrorInvalidArgument);
+    EXPECT_NE(std::string(lastErrorMessage()).find("size mismatch"), std::string::npos)
+        << lastErrorMessage();
+    EXPECT_FALSE(b);
+    close(smaller.fd);
+  }
   info.size = 0;
   refused(Result::ErrorInvalidArgument, "size 0");
   info.size = kSharedBytes;
