@@ -17,12 +17,12 @@
 //
 // Usage: frame_pipeline [host|cuda|hip] [frames]   (default: the best backend present, 60 frames)
 // Exit status 0 when the consumer saw every frame intact, 1 otherwise.
-#include <baton/baton.hpp>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <baton/baton.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,13 +36,13 @@ constexpr uint32_t kSlots = 3;                 // frames in flight
 constexpr uint64_t kFrameBytes = 1u << 20;     // 1 MiB per frame
 constexpr uint64_t kWait = 20'000'000'000ull;  // 20 s: a hang becomes a failure
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    baton::Result r_ = (call);                                                               \
-    if (r_ != baton::Result::Success) {                                                      \
-      std::fprintf(stderr, "%s: %s failed: %s\n", role, #call, baton::resultName(r_));       \
-      return 1;                                                                              \
-    }                                                                                        \
+#define CHECK(call)                                                                    \
+  do {                                                                                 \
+    baton::Result r_ = (call);                                                         \
+    if (r_ != baton::Result::Success) {                                                \
+      std::fprintf(stderr, "%s: %s failed: %s\n", role, #call, baton::resultName(r_)); \
+      return 1;                                                                        \
+    }                                                                                  \
   } while (0)
 
 const char* role = "producer";
@@ -121,8 +121,7 @@ int consumer(int socket) {
   }
   baton::UniqueInstance instance;
   CHECK(baton::createInstance({}, instance.put()));
-  baton::PhysicalDevice physical =
-      deviceOf(*instance, static_cast<baton::BackendKind>(h.backend));
+  baton::PhysicalDevice physical = deviceOf(*instance, static_cast<baton::BackendKind>(h.backend));
   baton::UniqueDevice device;
   CHECK(instance->createDevice(physical, {}, device.put()));
   baton::Queue queue;

@@ -3,8 +3,12 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -14,6 +18,30 @@
 namespace baton::core {
 
 namespace {
+
+// The exit gate. The watchdog's checks and the release thread call into drivers (a deferred free,
+// an unregistration); once the process exits, the driver libraries' own static state is being
+// destroyed, and such a call can crash. An exit handler (registered with the first watch or
+// release, so after the driver was loaded: it runs before the driver's static destructors)
+// closes the gate, waiting for a call in progress (at most kExitWaitMs: one stuck in the driver
+// does not hold the exit); from then on nothing runs and what was pending is left to the exit.
+constexpr int kExitWaitMs = 200;
+std::shared_timed_mutex gExitMutex;
+std::atomic<bool> gExiting{false};
+std::once_flag gExitOnce;
+void closeAtExit() {
+  std::call_once(gExitOnce, [] {
+    std::atexit([] {
+      const bool locked = gExitMutex.try_lock_for(std::chrono::milliseconds(kExitWaitMs));
+      gExiting.store(true, std::memory_order_release);
+      if (locked) gExitMutex.unlock();
+    });
+  });
+}
+// Parks the calling (background) thread for good: the process is exiting.
+[[noreturn]] void parkForExit() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
 
 struct Entry {
   std::function<bool(uint64_t)> check;
@@ -68,12 +96,20 @@ void State::run() {
     }
     lock.unlock();
     std::vector<Entry> keep;
-    for (Entry& e : due) {
-      if (!e.check(now)) continue;  // dropped: destroyed below, outside the lock
-      e.dueNs = now + e.periodNs;
-      keep.push_back(std::move(e));
+    {
+      std::shared_lock<std::shared_timed_mutex> gate(gExitMutex);
+      if (gExiting.load(std::memory_order_acquire)) {
+        new std::vector<Entry>(std::move(due));  // left to the exit, never destroyed
+        gate.unlock();
+        parkForExit();
+      }
+      for (Entry& e : due) {
+        if (!e.check(now)) continue;  // dropped: destroyed below, outside the lock
+        e.dueNs = now + e.periodNs;
+        keep.push_back(std::move(e));
+      }
+      due.clear();
     }
-    due.clear();
     lock.lock();
     for (Entry& e : keep) entries.push_back(std::move(e));
   }
@@ -92,8 +128,16 @@ struct Releases {
       std::vector<std::function<void()>> batch;
       batch.swap(queue);
       lock.unlock();
-      for (std::function<void()>& f : batch) f();
-      batch.clear();
+      {
+        std::shared_lock<std::shared_timed_mutex> gate(gExitMutex);
+        if (gExiting.load(std::memory_order_acquire)) {
+          new std::vector<std::function<void()>>(std::move(batch));  // left to the exit
+          gate.unlock();
+          parkForExit();
+        }
+        for (std::function<void()>& f : batch) f();
+        batch.clear();
+      }
       lock.lock();
     }
   }
@@ -104,6 +148,7 @@ std::once_flag gReleasesOnce;
 }  // namespace
 
 void Watchdog::releaseLater(std::function<void()> release) {
+  closeAtExit();
   std::call_once(gReleasesOnce, [] {
     gReleases = new Releases;
     pthread_atfork(nullptr, nullptr, [] { gReleases = new Releases; });
@@ -122,6 +167,7 @@ void Watchdog::releaseLater(std::function<void()> release) {
 }
 
 void Watchdog::watch(std::function<bool(uint64_t nowNs)> check, uint64_t periodNs) {
+  closeAtExit();
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.entries.push_back({std::move(check), periodNs, nowNs() + periodNs});

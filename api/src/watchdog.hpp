@@ -17,6 +17,8 @@ class Watchdog {
   // what it captured is destroyed on that thread, outside the watchdog's lock. A check must not
   // block for long (it delays the others); it may call watch(). Thread safe. A child
   // process made by fork starts with no checks (its parent's are about the parent's objects).
+  // Once the process exits (exit handlers run), no check or release runs any more: the drivers
+  // they would call are being torn down; what is pending is left to the process's end.
   static void watch(std::function<bool(uint64_t nowNs)> check, uint64_t periodNs);
   // Runs `release` on a thread of its own ("baton-release", started with the first), in the
   // order given, for releases that may block until a device drains (unregistering host memory

@@ -550,8 +550,9 @@ TEST_P(SharedBufferTest, DataWrittenInAnotherProcessIsReadHereBehindAGpuSideWait
   EXPECT_EQ(checkBytes(map(*local), kSharedBytes, 2864434397u), "");
   EXPECT_EQ(peer.finish(), 0) << peer.output;
   const int64_t blocked = fakeValueWaitsBlocked(backend());
-  if (blocked >= 0 && !std::getenv("BATON_FAKE_CUDA_NO_MEMOPS64"))
+  if (blocked >= 0 && !std::getenv("BATON_FAKE_CUDA_NO_MEMOPS64")) {
     EXPECT_GT(blocked, 0) << "the device waited on the host, not GPU-side";
+  }
 }
 
 // A -> B -> A: this process writes, the peer's queue waits, checks and writes anew, this
@@ -585,10 +586,11 @@ TEST_P(SharedBufferTest, TheExporterDestroysItsBufferWhileAnotherProcessMapsIt) 
   ASSERT_OK(shared.release().destroy());
   const bool ipc = backend() == BackendKind::Hip;
   usleep(50'000);  // several of the holders' checks
-  if (before >= 0)
+  if (before >= 0) {
     EXPECT_EQ(fakeAllocationsLive(backend()), before + (ipc ? 1 : 0))
         << (ipc ? "the exporter's IPC allocation was freed while another process mapped it"
                 : "the exporter kept its allocation after destroying its buffer");
+  }
   ASSERT_OK(s->signal(1));
   ASSERT_OK(s->wait(2, kLongNs)) << peer.output;  // the peer read 77 and wrote 78
   EXPECT_EQ(peer.finish(), 0) << peer.output;
@@ -664,7 +666,9 @@ TEST_P(SharedBufferTest, ExportImportAndDestroy1000TimesLeavesDescriptorsAndAllo
   while (allocationsBefore >= 0 && fakeAllocationsLive(backend()) != allocationsBefore &&
          secondsSince(start) < 5)
     usleep(5'000);
-  if (allocationsBefore >= 0) EXPECT_EQ(fakeAllocationsLive(backend()), allocationsBefore);
+  if (allocationsBefore >= 0) {
+    EXPECT_EQ(fakeAllocationsLive(backend()), allocationsBefore);
+  }
   EXPECT_LE(openFds(), fdsBefore + 2);
 }
 
@@ -676,9 +680,10 @@ TEST_P(SharedBufferTest, BadBufferDescriptorsAndArgumentsGetClearResults) {
   auto refused = [&](Result expected, const char* what, const char* words = nullptr) {
     EXPECT_EQ(device().importBuffer(info, b.put()), expected) << what;
     EXPECT_FALSE(b) << what;
-    if (words)
+    if (words) {
       EXPECT_NE(std::string(lastErrorMessage()).find(words), std::string::npos)
           << what << ": " << lastErrorMessage();
+    }
   };
   info.fd = -1;
   refused(Result::ErrorInvalidArgument, "a negative descriptor");
@@ -758,9 +763,10 @@ TEST_P(SharedBufferTest, BadBufferDescriptorsAndArgumentsGetClearResults) {
     EXPECT_EQ(dev->importBuffer(info, b.put()),
               cudaElsewhere ? Result::ErrorInvalidArgument : Result::ErrorDeviceMismatch)
         << lastErrorMessage();
-    if (cudaElsewhere)
+    if (cudaElsewhere) {
       EXPECT_NE(std::string(lastErrorMessage()).find("CUDA devices only"), std::string::npos)
           << lastErrorMessage();
+    }
     EXPECT_FALSE(b);
     BufferCreateInfo theirsInfo;
     theirsInfo.size = kSharedBytes;
