@@ -18,9 +18,12 @@
 // whose comment says why.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,6 +43,7 @@ class VmmMemory final : public core::SharedMemory {
             uint64_t mapped)
       : shared_(std::move(shared)), handle_(handle), address_(address), mapped_(mapped) {}
   ~VmmMemory() override {
+    if (importedFd_ >= 0) close(importedFd_);
     shared_->releaseMemory(
         [shared = shared_, handle = handle_, address = address_, mapped = mapped_] {
           ContextScope scope(shared->driver, shared->config.context, ContextScope::kRelease,
@@ -49,7 +53,18 @@ class VmmMemory final : public core::SharedMemory {
         });
   }
 
+  // An allocation made here is exported by the driver; one imported is exported again as a
+  // descriptor of the one it was imported from (the driver refuses to export an imported handle:
+  // CUDA_ERROR_INVALID_VALUE on the H100).
   Status exportFd(int* fd) override {
+    if (importedFd_ >= 0) {
+      const int out = fcntl(importedFd_, F_DUPFD_CLOEXEC, 0);
+      if (out < 0)
+        return core::error(Result::ErrorOutOfHostMemory, "duplicating the descriptor failed: %s",
+                           std::strerror(errno));
+      *fd = out;
+      return Status();
+    }
     ContextScope scope(shared_->driver, shared_->config.context);
     BATON_TRY(scope.status());
     return shared_->driver.vmmExport(handle_, fd);
@@ -112,8 +127,23 @@ class VmmMemory final : public core::SharedMemory {
       (void)d.vmmRelease(handle);
       return st;
     }
+    // Kept to export the memory again (exportFd).
+    const int kept = fcntl(in.fd, F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) {
+      (void)d.vmmRelease(handle);
+      return core::error(Result::ErrorOutOfHostMemory, "duplicating the descriptor failed: %s",
+                         std::strerror(errno));
+    }
     st = map(shared, handle, in.size, bytes, out, memory);
-    if (st.code() == Result::ErrorDriver) return sizeMismatch(in.size, bytes, "smaller");
+    if (!st.ok()) {
+      close(kept);
+      // Mapping more than the allocation holds: CUDA_ERROR_INVALID_VALUE on the emulated driver,
+      // CUDA_ERROR_NOT_SUPPORTED on the H100.
+      if (st.code() == Result::ErrorDriver || st.code() == Result::ErrorNotSupported)
+        return sizeMismatch(in.size, bytes, "smaller");
+      return st;
+    }
+    static_cast<VmmMemory*>(memory->get())->importedFd_ = kept;
     return st;
   }
 
@@ -158,6 +188,7 @@ class VmmMemory final : public core::SharedMemory {
   uint64_t handle_;
   uint64_t address_;
   uint64_t mapped_;
+  int importedFd_ = -1;  // the descriptor it was imported from (a duplicate), or -1
 };
 
 // The exporter's side of IPC memory: its allocation and the envelope that carries the handle.
