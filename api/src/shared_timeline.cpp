@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdio>
@@ -49,13 +51,13 @@ uint64_t processStartTime(int pid) {
 namespace {
 
 constexpr uint64_t kMagic = kSharedTimelineMagic;
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 constexpr uint64_t kPageSize = 4096;
 // Written into the value word when the timeline fails: releases every GPU-side wait for a value
 // up to kSharedValueLimit, under the drivers' cyclic comparison ((int64_t)(word - value) >= 0) as
 // under a plain one. (~0 would not: cyclically it is below every small value.)
 constexpr uint64_t kFailedMarker = uint64_t{1} << 62;
-constexpr uint32_t kMaxPeers = 48;
+constexpr uint32_t kMaxPeers = 32;
 // How long the watcher sleeps on the page's futex before it looks whether it is still wanted.
 constexpr uint64_t kWatcherNapNs = 20'000'000;
 
@@ -65,6 +67,11 @@ enum FailState : uint32_t { kNotFailed = 0, kFailing, kFailed };
 // One process holding the timeline. The fields other than `state` are written by the process
 // that claimed the slot (and by a survivor reaping it, with state kReaping).
 struct Peer {
+  // Held by the process's watcher thread while it holds the timeline: a robust, process-shared
+  // mutex, so that the kernel marks it owner-dead as soon as that thread exits, early in the
+  // process's exit (before a GPU context is torn down, which took 40-70 ms on the H100 before
+  // the process's pidfd reported the exit). Initialised by the claimer.
+  pthread_mutex_t alive;
   std::atomic<uint32_t> state;
   std::atomic<uint32_t> holders;  // handles of it in that process (one fd imported twice: 2)
   std::atomic<int32_t> pid;
@@ -236,6 +243,12 @@ class SharedTimeline final : public ExternalTimeline {
       uint32_t expected = kFree;
       if (!p.state.compare_exchange_strong(expected, kClaiming, std::memory_order_acq_rel))
         continue;
+      pthread_mutexattr_t attr;
+      pthread_mutexattr_init(&attr);
+      pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+      pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+      pthread_mutex_init(&p.alive, &attr);
+      pthread_mutexattr_destroy(&attr);
       p.pid.store(selfPid_, std::memory_order_relaxed);
       p.startTime.store(selfStart_, std::memory_order_relaxed);
       p.signalling.store(0, std::memory_order_relaxed);
@@ -325,6 +338,24 @@ class SharedTimeline final : public ExternalTimeline {
   // The watcher thread: while something in this process waits on the semaphore, sleeps on the
   // page's futex and brings the semaphore up to what the peers publish.
   void watch() {
+    // Holds this process's `alive` mutex for as long as the thread runs. Another handle of the
+    // same process may hold it already (then this one does not, and tries once); otherwise a
+    // peer's brief look at it may hold it for an instant (then this retries, about 1 ms).
+    bool holding = false;
+    const int attempts = self().holders.load(std::memory_order_acquire) > 1 ? 1 : 50;
+    for (int tries = 0; tries < attempts && !holding; ++tries) {
+      const int r = pthread_mutex_trylock(&self().alive);
+      if (r == EOWNERDEAD) pthread_mutex_consistent(&self().alive);
+      holding = r == 0 || r == EOWNERDEAD;
+      if (!holding) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    struct Release {
+      pthread_mutex_t* m;
+      bool held;
+      ~Release() {
+        if (held) pthread_mutex_unlock(m);
+      }
+    } release{&self().alive, holding};
     for (;;) {
       uint32_t d = demand_.load(std::memory_order_seq_cst);
       if (d == 0) {
@@ -374,10 +405,21 @@ class SharedTimeline final : public ExternalTimeline {
     return true;
   }
 
-  // Whether the process in slot `i` lives: its pidfd (opened when the slot's process is first
-  // seen, and checked against its start time so that a recycled pid is not mistaken for it) is
-  // not readable.
+  // Whether the process in slot `i` lives: its watcher's robust mutex is not owner-dead, and,
+  // when no watcher holds it, its pidfd (opened when the slot's process is first seen, and
+  // checked against its start time so that a recycled pid is not mistaken for it) is not
+  // readable.
   bool alive(uint32_t i, Peer& p) {
+    // First the robust mutex its watcher holds: owner-dead as soon as that thread exited.
+    const int r = pthread_mutex_trylock(&p.alive);
+    if (r == EOWNERDEAD) {
+      pthread_mutex_consistent(&p.alive);
+      pthread_mutex_unlock(&p.alive);
+      return false;
+    }
+    if (r == EBUSY) return true;
+    if (r == 0) pthread_mutex_unlock(&p.alive);
+    // Nobody holds it (a watcher about to take it, or one that left): the pidfd decides.
     PeerWatch& w = watches_[i];
     const int32_t pid = p.pid.load(std::memory_order_relaxed);
     const uint64_t start = p.startTime.load(std::memory_order_relaxed);

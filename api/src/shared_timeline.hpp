@@ -20,7 +20,9 @@
 //     watchdog), and submissions whose GPU-side wait the marker released fail their signals
 //     (the completion thread refreshes before it decides);
 //   - the watchdog looks every kPeerCheckPeriodNs at the other processes' slots: a process that
-//     died (its pidfd is readable) with a signal of a value above the current one submitted, or
+//     died (the robust mutex its watcher thread holds is owner-dead, which the kernel marks early
+//     in the process's exit; or, where no watcher holds it, its pidfd is readable) with a signal
+//     of a value above the current one submitted, or
 //     while waits for such values were pending, fails the semaphore with a reason naming the
 //     process and the value; one that died with nothing pending only gives its slot back.
 #pragma once
