@@ -733,7 +733,12 @@ TEST_F(FakeCudaMemOpsTest, AWaitHoldsOnlyItsStreamAndAHostWriteReleasesIt) {
   ASSERT_EQ(hostFunc_(waiting, &Flag::set, &after), CUDA_SUCCESS);
   ASSERT_EQ(hostFunc_(other, &Flag::set, &otherRan), CUDA_SUCCESS);
   EXPECT_TRUE(setWithin(otherRan, 2000)) << "another stream was held up";
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Until the waiting stream's worker has met the unmet wait, not merely been handed it (a
+  // loaded machine, ASan, may take longer than any fixed sleep to get there).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (stats().valueWaitsBlocked == before.valueWaitsBlocked &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(after.value.load(), 0) << "work after an unmet wait ran";
   store(d, 5);
   EXPECT_EQ(streamSync_(waiting), CUDA_SUCCESS);
