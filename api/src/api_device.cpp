@@ -162,6 +162,19 @@ Status validateBufferInfo(const core::Device& dev, const BufferCreateInfo& info)
 }
 }  // namespace core
 
+namespace {
+// Publishes a buffer whose memory is backed under a new handle, a child of `dev`.
+Status publishBuffer(core::Device& dev, const Ref<core::Buffer>& b, Buffer* out) {
+  b->backed.store(true, std::memory_order_release);
+  uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
+  if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+  b->handle = h;
+  dev.children.add(h, ObjectType::Buffer);
+  *out = Buffer(h);
+  return Status();
+}
+}  // namespace
+
 Result Device::createBuffer(const BufferCreateInfo& info, Buffer* buffer) const noexcept {
   return entry("Device::createBuffer", [&](const core::Instance*& owner) -> Status {
     Status st;
@@ -179,13 +192,7 @@ Result Device::createBuffer(const BufferCreateInfo& info, Buffer* buffer) const 
     if (!s.ok())
       return s.context(format("allocating %llu bytes on %s",
                               static_cast<unsigned long long>(info.size), dev->label().c_str()));
-    b->backed.store(true, std::memory_order_release);
-    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
-    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
-    b->handle = h;
-    dev->children.add(h, ObjectType::Buffer);
-    *buffer = Buffer(h);
-    return Status();
+    return publishBuffer(*dev, b, buffer);
   });
 }
 
@@ -220,13 +227,7 @@ Result Device::importBuffer(const BufferImportInfo& info, Buffer* buffer) const 
     if (!s.ok())
       return s.context(format("importing a shared buffer of %llu bytes into %s",
                               static_cast<unsigned long long>(info.size), dev->label().c_str()));
-    b->backed.store(true, std::memory_order_release);
-    uint64_t h = HandleTable::get().insert(b, ObjectType::Buffer);
-    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
-    b->handle = h;
-    dev->children.add(h, ObjectType::Buffer);
-    *buffer = Buffer(h);
-    return Status();
+    return publishBuffer(*dev, b, buffer);
   });
 }
 

@@ -1,16 +1,41 @@
-// The device a stream benchmark (cuda_bench, frame_bench, shared_bench) runs on, found the same
-// way by each: an instance that loads only the backend under test, and that backend's first
-// device (or the one with a given ordinal). Where there is none, the reason says why (the backend
-// not compiled in, its driver missing, no device), for the benchmark to skip with.
+// What the stream benchmarks (cuda_bench, frame_bench, shared_bench) share: their statistics and
+// BATON_BENCH_SCALE, and the device each runs on, found the same way by each: an instance that
+// loads only the backend under test, and that backend's first device (or the one with a given
+// ordinal). Where there is none, the reason says why (the backend not compiled in, its driver
+// missing, no device), for the benchmark to skip with.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "baton/baton.hpp"
 
 namespace baton_bench {
+
+inline double nsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+}
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+// The p-th percentile (0-100) of v, nearest rank.
+inline double percentile(std::vector<double> v, int p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, v.size() * static_cast<size_t>(p) / 100)];
+}
+// BATON_BENCH_SCALE: the benchmarks' repetitions are divided by it (at least 1).
+inline int scale() {
+  const char* s = std::getenv("BATON_BENCH_SCALE");
+  int v = s ? std::atoi(s) : 1;
+  return v > 0 ? v : 1;
+}
 
 // Creates *instance (only `kind`'s backend) and finds the device: *physical and *props, or a null
 // *physical and *why. Returns the first error of a baton call (the benchmark's BATON_OK reports

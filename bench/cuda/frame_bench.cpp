@@ -923,10 +923,7 @@ Figures runRawHandoff(Side& side, uint64_t first, int frames, int warmup) {
 // ---- report
 // ---------------------------------------------------------------------------------------
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using baton_bench::median;
 
 void printGraph() {
   int signals = 0;
@@ -955,11 +952,7 @@ void printGraph() {
   }
 }
 
-int scale() {
-  const char* s = std::getenv("BATON_BENCH_SCALE");
-  int v = s ? std::atoi(s) : 1;
-  return v > 0 ? v : 1;
-}
+using baton_bench::scale;
 
 }  // namespace
 

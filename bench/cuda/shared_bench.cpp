@@ -115,25 +115,10 @@ void tellParentOfFailure(const std::string& text);
 
 RawDriver driver;  // the chosen backend's raw calls (a copy: one indirection less per call)
 
-double nsSince(Clock::time_point t0) {
-  return std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-}
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-// The p-th percentile (0-100) of v, nearest rank.
-double percentile(std::vector<double> v, int p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, v.size() * static_cast<size_t>(p) / 100)];
-}
-int scale() {
-  const char* s = std::getenv("BATON_BENCH_SCALE");
-  int v = s ? std::atoi(s) : 1;
-  return v > 0 ? v : 1;
-}
+using baton_bench::median;
+using baton_bench::nsSince;
+using baton_bench::percentile;
+using baton_bench::scale;
 
 // ---- options ------------------------------------------------------------------------------------
 
