@@ -26,6 +26,7 @@
 #include "api_entry.hpp"
 #include "baton/vulkan.hpp"
 #include "bridge.hpp"
+#include "fd_timeline.hpp"
 #include "vulkan_functions.hpp"
 
 namespace baton {
@@ -476,16 +477,94 @@ Result getVulkanSemaphoreInterop(Semaphore semaphore, VulkanInteropInfo* info) n
     owner = s->instance();
     BATON_NULL_CHECK(info, "info output pointer");
     *info = VulkanInteropInfo();
-    // Only VulkanMirror is of kind Vulkan.
+    // Only VulkanMirror is of kind Vulkan, only VulkanFdTimeline of kind VulkanFd.
     auto* m = static_cast<VulkanMirror*>(s->external(core::ExternalTimeline::Kind::Vulkan));
-    if (!m)
-      return error(Result::ErrorInvalidArgument, "semaphore '%s' was not imported from Vulkan",
-                   s->name().c_str());
+    if (!m) {
+      auto* fd = static_cast<interop::VulkanFdTimeline*>(
+          s->external(core::ExternalTimeline::Kind::VulkanFd));
+      if (!fd)
+        return error(Result::ErrorInvalidArgument, "semaphore '%s' was not imported from Vulkan",
+                     s->name().c_str());
+      info->mode = InteropMode::Native;
+      info->failurePolicy = VulkanFailurePolicy::Hold;
+      copyText(info->reason, sizeof info->reason, fd->reason());
+      return Status();
+    }
     info->mode = m->mode();
     info->device = m->device();
     info->semaphore = m->vulkanSemaphore();
     info->failurePolicy = m->policy();
     copyText(info->reason, sizeof info->reason, m->reason());
+    return Status();
+  });
+}
+
+Result importVulkanSemaphoreFd(Device device, const VulkanSemaphoreFdImportInfo& info,
+                               Semaphore* semaphore) noexcept {
+  return entry("importVulkanSemaphoreFd", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = find<core::Device>(device.raw(), ObjectType::Device, "device", &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(semaphore, "semaphore output pointer");
+    *semaphore = Semaphore();
+    if (info.fd < 0)
+      return error(Result::ErrorInvalidArgument,
+                   "VulkanSemaphoreFdImportInfo::fd is %d: pass the OPAQUE_FD exported from the "
+                   "Vulkan timeline semaphore",
+                   info.fd);
+    BATON_TRY(checkFd(info.fd, "VulkanSemaphoreFdImportInfo::fd"));
+    const PhysicalDeviceProperties& p = dev->physical()->properties;
+    if (!(p.capabilities & kCapabilityExternalSemaphoreTimelineFd)) {
+      const char* why =
+          p.backend == BackendKind::Host
+              ? "the host backend has no driver to import a Vulkan semaphore into; in the process "
+                "that owns the VkDevice, importVulkanSemaphore bridges it"
+          : p.backend == BackendKind::Hip
+              ? "HIP (ROCm 5.2) has no timeline external-semaphore handle type"
+              : "its driver does not report timeline semaphore interop";
+      return error(Result::ErrorNotSupported,
+                   "%s cannot import a Vulkan timeline from its descriptor: %s",
+                   dev->label().c_str(), why);
+    }
+    if (!dev->impl()->importsTimelineFd())
+      return error(Result::ErrorNotSupported,
+                   "native import is not implemented by the %s backend in this build",
+                   backendName(p.backend));
+    // The driver takes the descriptor it imports; it gets a duplicate, so that the caller's is
+    // untouched when anything fails, and closed here once everything succeeded.
+    int dup = fcntl(info.fd, F_DUPFD_CLOEXEC, 0);
+    if (dup < 0)
+      return error(Result::ErrorOutOfHostMemory, "duplicating descriptor %d: %s", info.fd,
+                   std::strerror(errno));
+    Ref<core::DeviceTimeline> external;
+    Status imported = dev->impl()->importTimelineFd(dup, dev->handle, &external);
+    if (!imported.ok()) {
+      close(dup);
+      return imported.context(format("importing a Vulkan timeline from descriptor %d into %s",
+                                     info.fd, dev->label().c_str()));
+    }
+    std::string name = info.debugName && info.debugName[0] ? info.debugName : "vulkan-fd-timeline";
+    Ref<core::Semaphore> s =
+        makeRef<core::Semaphore>(Ref<core::Instance>(dev->instance()), info.initialValue, name);
+    std::string reason = format(
+        "imported from its OPAQUE_FD into %s: that device's queues wait for it and signal it "
+        "GPU-side; other values are passed on and observed through it",
+        dev->label().c_str());
+    Ref<interop::VulkanFdTimeline> timeline =
+        makeRef<interop::VulkanFdTimeline>(std::move(external), info.initialValue, reason);
+    s->addExternal(timeline);
+    BATON_TRY(timeline->attach(s.get()));
+    uint64_t h = HandleTable::get().insert(s, ObjectType::Semaphore);
+    if (!h) {
+      timeline->detach();
+      return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    }
+    s->setHandle(h);
+    dev->instance()->children.add(h, ObjectType::Semaphore);
+    close(info.fd);
+    core::message(dev->instance(), MessageSeverity::Info, "semaphore '" + name + "' " + reason);
+    *semaphore = Semaphore(h);
     return Status();
   });
 }

@@ -145,6 +145,19 @@ baton_result baton_import_vulkan_semaphore(baton_instance instance,
                                           reinterpret_cast<baton::Semaphore*>(semaphore)));
 }
 
+baton_result baton_import_vulkan_semaphore_fd(baton_device device,
+                                              const baton_vulkan_semaphore_fd_import_info* info,
+                                              baton_semaphore* semaphore) {
+  baton::VulkanSemaphoreFdImportInfo cpp;
+  if (info) {
+    cpp.fd = info->fd;
+    cpp.initialValue = info->initial_value;
+    cpp.debugName = info->debug_name;
+  }
+  return toC(baton::importVulkanSemaphoreFd(baton::Device(rawHandle(device)), cpp,
+                                            reinterpret_cast<baton::Semaphore*>(semaphore)));
+}
+
 baton_result baton_create_vulkan_timeline(baton_instance instance,
                                           const baton_vulkan_timeline_create_info* info,
                                           baton_vulkan_timeline* timeline) {

@@ -21,6 +21,15 @@ namespace baton::core {
 
 class Semaphore;
 
+// Where DeviceTimeline::watch reports: see there.
+class WatchSink {
+ public:
+  virtual void reached(uint64_t value) = 0;
+
+ protected:
+  ~WatchSink() = default;
+};
+
 // A counterpart imported into (or registered with) one device, which that device's queues wait
 // for and signal GPU-side, in stream order. Owned through Refs by its ExternalTimeline; queues
 // only borrow it, through the Ref<Semaphore> their submissions hold. An implementation releases
@@ -38,6 +47,26 @@ class DeviceTimeline : public Object {
   virtual Status enqueueWait(void* stream, uint64_t value) = 0;
   virtual Status enqueueSignal(void* stream, uint64_t value) = 0;
 
+  // Host access through the device, for a counterpart that only the device can see (a Vulkan
+  // timeline imported from its descriptor alone: the driver waits for it and signals it in a
+  // stream, and cannot read it). The device's context need not be current; thread safe.
+  //
+  // hostSignal: enqueues a signal of `value` on a stream of the primitive's own, after the earlier
+  // ones made this way, and returns (the signal takes effect when that stream runs it, at once).
+  virtual Status hostSignal(uint64_t value) {
+    (void)value;
+    return Status(Result::ErrorNotSupported, "this device timeline has no host signal");
+  }
+  // watch: calls sink->reached(value) once the counterpart's value is at least `value`, on a
+  // driver thread that must not call the driver: a sink only notes the value and wakes a thread
+  // of its own. Each watch waits on a stream of its own, so a lower value is never held up behind
+  // a higher one. `keep` is held until the call (the sink's owner). A watch for a value that never
+  // comes stays pending, and keeps this primitive alive, until the process ends.
+  virtual Status watch(uint64_t value, WatchSink* sink, Ref<Object> keep) {
+    (void)value, (void)sink, (void)keep;
+    return Status(Result::ErrorNotSupported, "this device timeline cannot be watched");
+  }
+
  private:
   uint64_t deviceHandle_;
 };
@@ -52,7 +81,10 @@ class ExternalTimeline : public Object {
  public:
   // What the counterpart is, for the entry points that report on one kind
   // (getVulkanSemaphoreInterop) and for messages.
-  enum class Kind : uint8_t { Vulkan, Shared };
+  // Vulkan: a VkSemaphore of this process (importVulkanSemaphore); VulkanFd: a Vulkan timeline
+  // known by its descriptor alone (importVulkanSemaphoreFd); Shared: a timeline shared with other
+  // processes.
+  enum class Kind : uint8_t { Vulkan, VulkanFd, Shared };
   virtual Kind kind() const noexcept = 0;
   virtual void onReached(Semaphore& semaphore, uint64_t value) = 0;
   virtual void onFailed(Semaphore& semaphore) = 0;

@@ -12,7 +12,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "backend.hpp"
 #include "device_shared.hpp"
@@ -24,9 +26,15 @@ namespace baton::stream {
 namespace {
 
 // A timeline semaphore imported from another API (Vulkan) into one device (native interop). Its
-// last reference goes with the baton semaphore's counterpart (VulkanMirror) or with the last
-// submission that waits for or signals it, whichever is later: the driver requires outstanding
-// waits and signals to be done before the object is destroyed.
+// last reference goes with the baton semaphore's counterpart (VulkanMirror, VulkanFdTimeline) or
+// with the last submission that waits for or signals it, or the last watch, whichever is later:
+// the driver requires outstanding waits and signals to be done before the object is destroyed.
+//
+// Host access (DeviceTimeline::hostSignal, watch), for a counterpart that has no Vulkan device to
+// ask: host signals go through one stream of its own, in order; each watch takes an idle stream
+// of a pool (or makes one), waits there for its value and then runs a host function that reports
+// it. A stream goes back to the pool when its watch ends; the pool is destroyed with the object,
+// when no watch is pending (each holds a reference).
 class StreamExternalSemaphore final : public core::DeviceTimeline {
  public:
   StreamExternalSemaphore(std::shared_ptr<DeviceShared> shared, uint64_t deviceHandle, void* handle)
@@ -34,7 +42,14 @@ class StreamExternalSemaphore final : public core::DeviceTimeline {
   ~StreamExternalSemaphore() override {
     ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
                        "destroying an imported semaphore");
-    (void)shared_->driver.destroyExternalSemaphore(handle_);
+    const DriverTable& d = shared_->driver;
+    // The driver must be done with the host signals before the semaphore goes.
+    if (signalStream_) {
+      (void)d.streamSynchronize(signalStream_);
+      (void)d.streamDestroy(signalStream_);
+    }
+    for (void* stream : idleStreams_) (void)d.streamDestroy(stream);
+    (void)d.destroyExternalSemaphore(handle_);
   }
   void* handle() const noexcept { return handle_; }
   Status enqueueWait(void* stream, uint64_t value) override {
@@ -44,9 +59,68 @@ class StreamExternalSemaphore final : public core::DeviceTimeline {
     return shared_->driver.signalExternal(handle_, value, stream);
   }
 
+  Status hostSignal(uint64_t value) override {
+    const DriverTable& d = shared_->driver;
+    std::lock_guard<std::mutex> lock(signalMutex_);
+    ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
+    if (!signalStream_) BATON_TRY(d.streamCreate(&signalStream_));
+    return d.signalExternal(handle_, value, signalStream_);
+  }
+
+  Status watch(uint64_t value, core::WatchSink* sink, Ref<Object> keep) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.launchHostFunc)
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver has no host functions", d.name));
+    ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
+    void* stream = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(poolMutex_);
+      if (!idleStreams_.empty()) {
+        stream = idleStreams_.back();
+        idleStreams_.pop_back();
+      }
+    }
+    if (!stream) BATON_TRY(d.streamCreate(&stream));
+    auto* w = new Watch{Ref<StreamExternalSemaphore>(this), stream, value, sink, std::move(keep)};
+    Status st = d.waitExternal(handle_, value, stream);
+    if (st.ok()) st = d.launchHostFunc(stream, &StreamExternalSemaphore::watched, w);
+    if (!st.ok()) {
+      // Whatever was enqueued before the failure stays with the stream, which is not reused.
+      (void)d.streamDestroy(stream);
+      delete w;
+    }
+    return st;
+  }
+
  private:
+  struct Watch {
+    Ref<StreamExternalSemaphore> self;
+    void* stream;
+    uint64_t value;
+    core::WatchSink* sink;
+    Ref<Object> keep;
+  };
+  // On a driver thread: no driver call here, and the references go on the release thread (the
+  // last one destroys streams and the import).
+  static void watched(void* userData) {
+    auto* w = static_cast<Watch*>(userData);
+    w->sink->reached(w->value);
+    {
+      std::lock_guard<std::mutex> lock(w->self->poolMutex_);
+      w->self->idleStreams_.push_back(w->stream);
+    }
+    core::Watchdog::releaseLater([w] { delete w; });
+  }
+
   std::shared_ptr<DeviceShared> shared_;
   void* handle_;
+  std::mutex signalMutex_;  // orders host signals; guards signalStream_
+  void* signalStream_ = nullptr;
+  std::mutex poolMutex_;  // a leaf lock; guards idleStreams_
+  std::vector<void*> idleStreams_;
 };
 
 // A timeline shared with other processes, as one device's queues see it (shared_timeline.hpp):

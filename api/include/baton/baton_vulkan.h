@@ -104,6 +104,32 @@ BATON_API baton_result baton_import_vulkan_semaphore(baton_instance instance,
                                                      const baton_vulkan_semaphore_import_info* info,
                                                      baton_semaphore* semaphore);
 
+/** What baton_import_vulkan_semaphore_fd needs (baton::VulkanSemaphoreFdImportInfo). */
+typedef struct baton_vulkan_semaphore_fd_import_info {
+  /** An OPAQUE_FD exported from a Vulkan timeline semaphore, in any process. Ownership: baton's
+   * after a successful import, still the caller's (unchanged) after a failed one. */
+  int fd;
+  uint64_t initial_value; /**< a value the timeline is known to have reached (0 is safe) */
+  const char* debug_name; /**< may be null; copied */
+} baton_vulkan_semaphore_fd_import_info;
+/** The C++ defaults: fd -1 (to be filled in), initial value 0, no name. */
+#define BATON_VULKAN_SEMAPHORE_FD_IMPORT_INFO_INIT \
+  { -1, 0, NULL }
+
+/** Imports a Vulkan timeline semaphore known only by its OPAQUE_FD (its VkDevice may be in
+ * another process) into `device`, whose backend must import timeline fds natively (CUDA). The
+ * device's queues wait for it and signal it GPU-side; other values are passed on and observed
+ * through the device; baton's value is a lower bound of the Vulkan one (the full contract:
+ * baton::importVulkanSemaphoreFd). Ownership: the caller owns *semaphore
+ * (baton_semaphore_destroy). Thread safe.
+ * Returns BATON_SUCCESS; BATON_ERROR_INVALID_ARGUMENT (null info or output, an fd that is not
+ * open); BATON_ERROR_NOT_SUPPORTED (the device cannot import Vulkan timelines: the message says
+ * why); BATON_ERROR_DRIVER (the driver refused the descriptor); BATON_ERROR_INVALID_HANDLE;
+ * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanSemaphoreFd) */
+BATON_API baton_result baton_import_vulkan_semaphore_fd(
+    baton_device device, const baton_vulkan_semaphore_fd_import_info* info,
+    baton_semaphore* semaphore);
+
 /** What baton_create_vulkan_timeline needs (baton::VulkanTimelineCreateInfo). */
 typedef struct baton_vulkan_timeline_create_info {
   baton_vulkan_device vulkan;      /**< the Vulkan device to create the VkSemaphore on */

@@ -212,6 +212,54 @@ struct VulkanTimeline {
 [[nodiscard]] BATON_API Result destroyVulkanTimeline(const VulkanDevice& vulkan,
                                                      const VulkanTimeline& timeline) noexcept;
 
+/// What importVulkanSemaphoreFd needs. Read during the call only (the fd excepted: see fd).
+struct VulkanSemaphoreFdImportInfo {
+  /// An OPAQUE_FD exported (vkGetSemaphoreFdKHR) from a Vulkan timeline semaphore, typically by
+  /// another process that passed it over a Unix socket or by inheritance. Ownership: after a
+  /// successful import baton owns it (it is closed when the semaphore is released); after a
+  /// failed import the caller still owns it, unchanged. Anything but an open descriptor is
+  /// ErrorInvalidArgument.
+  int fd = -1;
+  /// A value the Vulkan timeline is known to have reached (the exporter sends it with the fd; 0
+  /// is always safe). baton never reads the Vulkan counter: see importVulkanSemaphoreFd.
+  uint64_t initialValue = 0;
+  const char* debugName = nullptr;  ///< copied; names the baton semaphore in messages
+};
+
+/// Imports a Vulkan timeline semaphore that baton knows only by its OPAQUE_FD (no VkDevice: the
+/// Vulkan side may live in another process) into `device`, as a baton semaphore of the device's
+/// instance. Needs a device whose backend imports timeline fds natively
+/// (kCapabilityExternalSemaphoreTimelineFd: the CUDA backend). The semaphore is an ordinary baton
+/// semaphore, usable by every queue of the instance and by the host, with these differences:
+///   - `device`'s queues wait for it and signal it GPU-side, in stream order (as native mode).
+///   - Values baton reaches elsewhere (Semaphore::signal, host queues, other devices) are passed
+///     to Vulkan by a signal that the device enqueues on a stream of the import's own: the
+///     Vulkan value follows shortly after the call returns, not before.
+///   - Values Vulkan signals are learnt when something in baton waits for them (a host wait, a
+///     submission of another device): the device watches for the value GPU-side and a baton
+///     thread ("baton-vkfd") reaches it in baton. Neither the driver nor baton can read a Vulkan
+///     counter, so Semaphore::getValue returns the highest value baton knows was reached (by its
+///     own signals, or by a wait that returned): a lower bound of the Vulkan value.
+///   - Failure: a failed baton semaphore stops forwarding, and Vulkan work waiting for values
+///     baton would have signalled stays blocked (VulkanFailurePolicy::Hold; a release signal
+///     would need the VkDevice's maxTimelineSemaphoreValueDifference). A process that dies does
+///     not fail the import: Vulkan has no failure to report, so pair the hand-over with a shared
+///     baton semaphore (Semaphore::exportFd) where that matters.
+///   - Import each Vulkan timeline once per process: two imports forward every value twice.
+/// The rules of the top of this header hold across processes: the values of the timeline rise in
+/// the order they are signalled, on both sides. Destroying the semaphore while a wait for a value
+/// Vulkan never signals is pending keeps the driver's import (and its descriptor) until the
+/// value comes or the process ends: the driver forbids destroying a semaphore it waits on.
+/// Ownership: the caller owns *semaphore (Semaphore::destroy). Thread safe.
+/// Returns Success; ErrorInvalidArgument (null output, an fd that is not open);
+/// ErrorNotSupported (the device cannot import Vulkan timelines: the message says why, for example
+/// the host backend or HIP 5.2); ErrorDriver (the driver refused the descriptor: not a Vulkan
+/// timeline semaphore's OPAQUE_FD, or one of another GPU); ErrorInvalidHandle;
+/// ErrorOutOfHostMemory.
+[[nodiscard]] BATON_API Result importVulkanSemaphoreFd(Device device,
+                                                       const VulkanSemaphoreFdImportInfo& info,
+                                                       Semaphore* semaphore) noexcept;
+
 /// What an import is and how it is carried.
 struct VulkanInteropInfo {
   InteropMode mode = InteropMode::Bridged;  ///< how the import is carried
@@ -222,7 +270,9 @@ struct VulkanInteropInfo {
   char reason[512] = {};  ///< why this mode (the text the debug callback received)
 };
 
-/// Describes how `semaphore` shares its timeline with Vulkan. Thread safe. Returns Success,
+/// Describes how `semaphore` shares its timeline with Vulkan. A semaphore of
+/// importVulkanSemaphoreFd reports mode Native, no VkDevice or VkSemaphore, and policy Hold.
+/// Thread safe. Returns Success,
 /// ErrorInvalidArgument (null output; a semaphore not imported from Vulkan), ErrorInvalidHandle.
 [[nodiscard]] BATON_API Result getVulkanSemaphoreInterop(Semaphore semaphore,
                                                          VulkanInteropInfo* info) noexcept;

@@ -347,4 +347,7 @@ extern "C" __attribute__((visibility("default"))) void batonFakeCudaStats(BatonF
   out->opsCaptured = get(gCounters.opsCaptured);
   out->valueWaitsBlocked = get(gCounters.valueWaitsBlocked);
   out->valueWaitsLost = get(gCounters.valueWaitsLost);
+  out->externalSemaphoresLive = get(gCounters.externalSemaphoresLive);
+  out->externalWaitsBlocked = get(gCounters.externalWaitsBlocked);
+  out->externalSemaphoresDestroyedInUse = get(gCounters.externalSemaphoresDestroyedInUse);
 }

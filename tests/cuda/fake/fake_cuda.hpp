@@ -15,7 +15,7 @@
 // devices.cpp (init, error names, devices, contexts), streams.cpp (streams, events, host
 // functions), memory.cpp (allocation, host registration, the address ranges, copies, fills,
 // pools), memops.cpp (stream memory operations), vmm.cpp (virtual memory management), ipc.cpp
-// (IPC memory handles), graphs.cpp (graphs, capture); where
+// (IPC memory handles), external.cpp (external semaphores), graphs.cpp (graphs, capture); where
 // nccl.h is found, nccl.cpp (communicators), nccl_collectives.cpp (collectives, sends, receives,
 // groups) and nccl_reduce.cpp (element types, reductions): the NCCL names, below.
 //
@@ -181,6 +181,17 @@
 //      memfd through /proc/<pid>/fd. Freed by the exporter while opened (undefined behaviour
 //      for the driver): the importer keeps the bytes as they were, and nothing it writes is seen
 //      by the exporter; a handle opened after the free is INVALID_HANDLE.
+//  E1. External semaphores ("External Resource Interoperability"; external.cpp):
+//      cuImportExternalSemaphore of CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD only
+//      (other types: NOT_SUPPORTED), whose descriptor must be the fake's own stand-in for a Vulkan
+//      timeline (fake_timeline_fd.hpp: a memfd page with a magic number and the value; anything
+//      else is INVALID_VALUE); the driver takes the descriptor on success and closes it at
+//      cuDestroyExternalSemaphore. cuSignalExternalSemaphoresAsync sets the value (a release
+//      store) in stream order; cuWaitExternalSemaphoresAsync holds its stream until the value is
+//      at least the one waited for, polled as M3's waits are. A destroy while a wait or signal
+//      is pending (undefined for the driver) is reported and counted
+//      (externalSemaphoresDestroyedInUse), and aborts under STRICT. TIMELINE_SEMAPHORE_INTEROP_
+//      SUPPORTED is 1. Binary semaphores, keyed mutexes and NvSciSync are not modelled.
 // What follows for tests: work of two streams on the same memory with no event between them runs
 // concurrently on host memory, so ThreadSanitizer reports it as a data race (on a GPU its result
 // is undefined too); a stream never destroyed (or whose cuStreamDestroy failed under baton's fault
@@ -192,7 +203,8 @@
 //     (stream::DriverFaults, at its wrapper around every driver call) stands in for them.
 //   - The legacy default stream's implicit synchronisation: the null stream (and
 //     CU_STREAM_LEGACY / CU_STREAM_PER_THREAD) is one more in-order stream of the context.
-//   - Kernels and modules (so no kernel nodes), external semaphores and external memory,
+//   - Kernels and modules (so no kernel nodes), external memory, external semaphores other than
+//     E1's,
 //     cuStreamBatchMemOp and memory-operation graph nodes added by hand, graph nodes other than
 //     those of G1, graph queries and node setters, cross-stream capture, priorities, IPC events,
 //     peer access, cross-context handle checks; stream and event flags other than
@@ -345,6 +357,9 @@ struct BatonFakeCudaStats {
   // Stream memory operations (memops.cpp): value waits that found their condition unmet when the
   // stream reached them; waits and writes whose memory was freed or unregistered while pending.
   uint64_t valueWaitsBlocked, valueWaitsLost;
+  // External semaphores (external.cpp): imports not yet destroyed; waits that found the value
+  // unmet; destroys with a wait or signal still pending (which the driver forbids).
+  uint64_t externalSemaphoresLive, externalWaitsBlocked, externalSemaphoresDestroyedInUse;
 };
 extern "C" void batonFakeCudaStats(BatonFakeCudaStats* out);
 
@@ -382,7 +397,8 @@ struct Counters {
       eventSyncBlocked{0}, streamWaitsBlocked{0}, streamSyncBlocked{0}, streamsLive{0},
       eventsLive{0}, allocationsLive{0}, graphsLive{0}, execsLive{0}, graphLaunches{0},
       execUpdates{0}, execUpdatesRefused{0}, opsCaptured{0}, valueWaitsBlocked{0},
-      valueWaitsLost{0};
+      valueWaitsLost{0}, externalSemaphoresLive{0}, externalWaitsBlocked{0},
+      externalSemaphoresDestroyedInUse{0};
 };
 extern Counters gCounters;
 
@@ -463,6 +479,12 @@ bool waitFor(Stream& stream, uint64_t position, bool spin);
 bool synchronizeContext(CUcontext context, bool* capturing = nullptr);
 
 int64_t nowNs();
+
+// The polling of waits on memory (M3, E1), on the calling thread (a stream's worker): calls
+// `check` until it answers Met or Abandon, spinning (yielding) for 20 µs after the first Unmet,
+// then sleeping in steps doubling from 10 µs to 200 µs. Returns whether a check was Unmet.
+enum class Poll { Met, Unmet, Abandon };
+bool pollUntil(const std::function<Poll()>& check);
 
 // ---- Device-visible address ranges (memory.cpp; behaviours M1-M4) ------------------------------
 // Every range a device pointer may fall in: what stream memory operations and

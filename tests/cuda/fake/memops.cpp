@@ -19,13 +19,6 @@ using fake_cuda::Stream;
 
 namespace {
 
-// Polling (fake_cuda.hpp, M3): spin, yielding, for this long after the first unmet check; then
-// sleep in steps that double from kFirstSleepNs up to kMaxSleepNs, so that a wait pending for
-// long costs about 5,000 wake-ups a second and releases at most that late.
-constexpr int64_t kSpinNs = 20000;
-constexpr int64_t kFirstSleepNs = 10000;
-constexpr int64_t kMaxSleepNs = 200000;
-
 constexpr unsigned kWaitOps = 0x3;  // GEQ, EQ, AND, NOR: the low two bits
 
 bool satisfied(uint64_t current, uint64_t value, unsigned op, bool wide) {
@@ -71,27 +64,15 @@ CUresult waitValue(const char* entry, CUstream stream, CUdeviceptr address, uint
   const unsigned op = flags & kWaitOps;
   fake_cuda::enqueue(*s, [entry, address, value, op, wide] {
     const size_t bytes = wide ? 8 : 4;
-    uint64_t current = 0;
-    bool blocked = false;
-    int64_t spinUntil = 0, sleepNs = kFirstSleepNs;
-    for (;;) {
+    const bool blocked = fake_cuda::pollUntil([&] {
+      uint64_t current = 0;
       if (!fake_cuda::withLiveRange(address, bytes, [&] { current = load(address, wide); })) {
         fake_cuda::memoryOpLostItsRange(entry, address);
-        return;
+        return fake_cuda::Poll::Abandon;
       }
-      if (satisfied(current, value, op, wide)) return;
-      if (!blocked) {
-        blocked = true;
-        gCounters.valueWaitsBlocked.fetch_add(1, std::memory_order_relaxed);
-        spinUntil = fake_cuda::nowNs() + kSpinNs;
-      }
-      if (fake_cuda::nowNs() < spinUntil) {
-        std::this_thread::yield();
-        continue;
-      }
-      std::this_thread::sleep_for(std::chrono::nanoseconds(sleepNs));
-      sleepNs = std::min(sleepNs * 2, kMaxSleepNs);
-    }
+      return satisfied(current, value, op, wide) ? fake_cuda::Poll::Met : fake_cuda::Poll::Unmet;
+    });
+    if (blocked) gCounters.valueWaitsBlocked.fetch_add(1, std::memory_order_relaxed);
   });
   return CUDA_SUCCESS;
 }
@@ -117,6 +98,30 @@ CUresult writeValue(const char* entry, CUstream stream, CUdeviceptr address, uin
 }
 
 }  // namespace
+
+bool fake_cuda::pollUntil(const std::function<Poll()>& check) {
+  // Spin, yielding, for this long after the first unmet check; then sleep in steps that double
+  // from kFirstSleepNs up to kMaxSleepNs, so that a wait pending for long costs about 5,000
+  // wake-ups a second and releases at most that late.
+  constexpr int64_t kSpinNs = 20000;
+  constexpr int64_t kFirstSleepNs = 10000;
+  constexpr int64_t kMaxSleepNs = 200000;
+  bool blocked = false;
+  int64_t spinUntil = 0, sleepNs = kFirstSleepNs;
+  for (;;) {
+    if (check() != Poll::Unmet) return blocked;
+    if (!blocked) {
+      blocked = true;
+      spinUntil = nowNs() + kSpinNs;
+    }
+    if (nowNs() < spinUntil) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::nanoseconds(sleepNs));
+    sleepNs = std::min(sleepNs * 2, kMaxSleepNs);
+  }
+}
 
 void fake_cuda::memoryOpLostItsRange(const char* entry, uintptr_t address) {
   const uint64_t n = gCounters.valueWaitsLost.fetch_add(1, std::memory_order_relaxed) + 1;
