@@ -7,7 +7,7 @@
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but soak, soakwait, full, onerank and collectives): build info tests lost
-# conformance hip hiplost hipconf shared graph cross interop demo sanitizer soak soakwait bench hipbench
+# conformance hip hiplost hipconf shared graph cross interop vkfd demo sanitizer soak soakwait bench hipbench
 # framebench ibench full onerank collectives multiprocess collbench collprofile (the last four: two
 # GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
@@ -20,7 +20,7 @@ status=0
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance hip hiplost hipconf shared graph cross interop demo sanitizer bench hipbench framebench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf shared graph cross interop vkfd demo sanitizer bench hipbench framebench ibench}
 # The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The NVIDIA Vulkan device (any of its GPUs' names), not a CPU implementation; a name that matches
@@ -296,6 +296,16 @@ if has interop; then
   timeout 120 stdbuf -oL env BATON_VULKAN_VALIDATION=core "$B/tests/interop/baton-layer-repro" \
     --gtest_filter='-*StallUnlessLockedFinely*' > "$OUT/layer-repro.log" 2>&1
   echo "layer repro rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|rounds in|the layer says" "$OUT/layer-repro.log" | cut -c1-300
+fi
+# A Vulkan timeline known by its descriptor alone: the peer process (baton-vkfd-peer, under the
+# validation layer) exports it from the NVIDIA Vulkan device, CUDA imports it here.
+if has vkfd; then
+  log vulkan fd import tests
+  timeout 300 stdbuf -oL "${VALIDATE[@]}" BATON_VKFD_PEER="$B/tests/interop/baton-vkfd-peer" \
+    "$B/tests/interop/baton-vkfd-tests" > "$OUT/vkfd.log" 2>&1
+  echo "vkfd rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) " "$OUT/vkfd.log" | head -40
+  grep -B2 -A12 "Failure$" "$OUT/vkfd.log" | head -60
+  grep -m3 "cannot export\|cannot import" "$OUT/vkfd.log" | cut -c1-300
 fi
 if has demo; then
   log demo
