@@ -138,13 +138,22 @@ Status hostAlloc(void** host, uint64_t* deviceAddress, uint64_t size) {
 }
 Status hostFree(void* host) { return BATON_CU_STATUS(cuMemFreeHost, host); }
 
+// A descriptor that is not a timeline semaphore's (a pipe, another file) is answered with
+// CUDA_ERROR_UNKNOWN on the H100 (driver 580), which otherwise means a sticky fault: here it is
+// the caller's argument, as in vmmImport.
 Status importTimelineFd(int fd, void** semaphore) {
   CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
   desc.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
   desc.handle.fd = fd;
   CUexternalSemaphore s = nullptr;
-  Status st = BATON_CU_STATUS(cuImportExternalSemaphore, &s, &desc);
+  CUresult r = BATON_CU(cuImportExternalSemaphore, &s, &desc);
   *semaphore = s;
+  Status st = toStatus(r, "cuImportExternalSemaphore");
+  if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE)
+    return Status(Result::ErrorInvalidArgument,
+                  st.message() +
+                      ": the descriptor is not an OPAQUE_FD of a timeline semaphore "
+                      "this device can import");
   return st;
 }
 Status destroyExternalSemaphore(void* semaphore) {

@@ -5,6 +5,7 @@
 // device is the Vulkan device, the import can also be native. Exits 77 (a skip) without a Vulkan
 // device. Built and run by meson test (suite guide); the regions between the [name] lines are
 // the guide's code blocks (tests/docs/check_examples.py).
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #include <baton/baton.hpp>
@@ -240,6 +241,77 @@ struct Renderer {
   }
 };
 
+// A renderer's timeline exported as OPAQUE_FD and imported with importVulkanSemaphoreFd (no
+// VkDevice on baton's side: the descriptor could have come over a socket). Where the Vulkan
+// driver cannot export (lavapipe) there is nothing to import; where the baton device cannot import
+// (the host backend, HIP) the refusal says why.
+void fdImport(const Vulkan& vk, baton::Device device, baton::Queue queue) {
+  auto getFd = reinterpret_cast<PFN_vkGetSemaphoreFdKHR>(
+      vkGetDeviceProcAddr(vk.device, "vkGetSemaphoreFdKHR"));
+  if (!vk.externalSemaphoreFd || !getFd) {
+    std::printf("no descriptor import: the Vulkan device exports no OPAQUE_FD\n");
+    return;
+  }
+  VkExportSemaphoreCreateInfo exportable{};
+  exportable.sType = VK_STRUCTURE_TYPE_EXPORT_SEMAPHORE_CREATE_INFO;
+  exportable.handleTypes = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkSemaphoreTypeCreateInfo type{};
+  type.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO;
+  type.pNext = &exportable;
+  type.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo create{};
+  create.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO;
+  create.pNext = &type;
+  VkSemaphore vkRendered = VK_NULL_HANDLE;
+  expect(vkCreateSemaphore(vk.device, &create, nullptr, &vkRendered) == VK_SUCCESS,
+         "an exportable timeline");
+  baton::test::TimelineObserver::get().reached(vkRendered, 0);
+  VkSemaphoreGetFdInfoKHR get{};
+  get.sType = VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR;
+  get.semaphore = vkRendered;
+  get.handleType = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+  int fd = -1;
+  expect(getFd(vk.device, &get, &fd) == VK_SUCCESS, "vkGetSemaphoreFdKHR");
+
+  // [fd-import]
+  // `fd`: a descriptor of a renderer's timeline semaphore, from this process or another one.
+  baton::VulkanSemaphoreFdImportInfo info;
+  info.fd = fd;  // baton's once the import succeeded
+  info.debugName = "rendered";
+  baton::UniqueSemaphore rendered;
+  baton::Result r = baton::importVulkanSemaphoreFd(device, info, rendered.put());
+  if (r == baton::Result::ErrorNotSupported) {  // the host backend, HIP: the message says why
+    std::printf("no descriptor import here: %s\n", baton::lastErrorMessage());
+    close(fd);
+  } else if (ok(r)) {
+    // The device's queue waits for the renderer's 1 GPU-side, then signals 2 for it.
+    baton::SemaphoreValue drawn{*rendered, 1}, post{*rendered, 2};
+    r = queue.submit(baton::SubmitInfo{drawn, {}, post});
+  }
+  // [fd-import]
+  expect(ok(r) || r == baton::Result::ErrorNotSupported, "importVulkanSemaphoreFd");
+  if (ok(r)) {
+    VkSemaphoreSignalInfo signal{};
+    signal.sType = VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO;
+    signal.semaphore = vkRendered;
+    signal.value = 1;
+    expect(vkSignalSemaphore(vk.device, &signal) == VK_SUCCESS, "vkSignalSemaphore(1)");
+    uint64_t two = 2;
+    VkSemaphoreWaitInfo wait{};
+    wait.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+    wait.semaphoreCount = 1;
+    wait.pSemaphores = &vkRendered;
+    wait.pValues = &two;
+    expect(vkWaitSemaphores(vk.device, &wait, 5'000'000'000) == VK_SUCCESS,
+           "Vulkan sees the 2 a CUDA queue signalled");
+    expect(ok(queue.waitIdle()), "waitIdle");
+    std::printf("a timeline imported from its descriptor: handed over both ways\n");
+  }
+  rendered.reset();
+  vkDestroySemaphore(vk.device, vkRendered, nullptr);
+  baton::test::TimelineObserver::get().forget(vkRendered);
+}
+
 int run() {
   Vulkan vk;
   if (!vk.create()) {
@@ -352,6 +424,9 @@ int run() {
   fill.reset();
   if (particles) expect(ok(particles.release().destroy()), "Buffer::destroy");
   if (frameDone) expect(ok(frameDone.release().destroy()), "Semaphore::destroy");
+
+  // A timeline known by its descriptor alone, as a renderer in another process would send it.
+  fdImport(vk, *device, queue);
 
   return guide::finish("vulkan_interop");
 }

@@ -123,9 +123,9 @@ typedef struct baton_vulkan_semaphore_fd_import_info {
  * baton::importVulkanSemaphoreFd). Ownership: the caller owns *semaphore
  * (baton_semaphore_destroy). Thread safe.
  * Returns BATON_SUCCESS; BATON_ERROR_INVALID_ARGUMENT (null info or output, an fd that is not
- * open); BATON_ERROR_NOT_SUPPORTED (the device cannot import Vulkan timelines: the message says
- * why); BATON_ERROR_DRIVER (the driver refused the descriptor); BATON_ERROR_INVALID_HANDLE;
- * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanSemaphoreFd) */
+ * open, a descriptor the driver refused); BATON_ERROR_NOT_SUPPORTED (the device cannot import
+ * Vulkan timelines: the message says why); BATON_ERROR_DRIVER (another driver error);
+ * BATON_ERROR_INVALID_HANDLE; BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanSemaphoreFd) */
 BATON_API baton_result baton_import_vulkan_semaphore_fd(
     baton_device device, const baton_vulkan_semaphore_fd_import_info* info,
     baton_semaphore* semaphore);

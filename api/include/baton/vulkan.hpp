@@ -251,10 +251,10 @@ struct VulkanSemaphoreFdImportInfo {
 /// Vulkan never signals is pending keeps the driver's import (and its descriptor) until the
 /// value comes or the process ends: the driver forbids destroying a semaphore it waits on.
 /// Ownership: the caller owns *semaphore (Semaphore::destroy). Thread safe.
-/// Returns Success; ErrorInvalidArgument (null output, an fd that is not open);
+/// Returns Success; ErrorInvalidArgument (null output, an fd that is not open, a descriptor the
+/// driver refused: not a Vulkan timeline semaphore's OPAQUE_FD, or one of another GPU);
 /// ErrorNotSupported (the device cannot import Vulkan timelines: the message says why, for example
-/// the host backend or HIP 5.2); ErrorDriver (the driver refused the descriptor: not a Vulkan
-/// timeline semaphore's OPAQUE_FD, or one of another GPU); ErrorInvalidHandle;
+/// the host backend or HIP 5.2); ErrorDriver (another driver error); ErrorInvalidHandle;
 /// ErrorOutOfHostMemory.
 [[nodiscard]] BATON_API Result importVulkanSemaphoreFd(Device device,
                                                        const VulkanSemaphoreFdImportInfo& info,

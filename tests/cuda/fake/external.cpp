@@ -46,7 +46,8 @@ CUresult CUDAAPI cuImportExternalSemaphore(CUexternalSemaphore* out,
   if (desc->type != CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD)
     return CUDA_ERROR_NOT_SUPPORTED;
   fake_cuda::TimelineFdPage* page = fake_cuda::mapTimelineFd(desc->handle.fd);
-  if (!page) return CUDA_ERROR_INVALID_VALUE;  // not the fake's timeline descriptor
+  // Not the fake's timeline descriptor: the H100 answers a pipe's so.
+  if (!page) return CUDA_ERROR_UNKNOWN;
   auto* s = new ExternalSemaphore;
   s->mapping = std::make_shared<Mapping>();
   s->mapping->page = page;

@@ -185,7 +185,7 @@
 //      cuImportExternalSemaphore of CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD only
 //      (other types: NOT_SUPPORTED), whose descriptor must be the fake's own stand-in for a Vulkan
 //      timeline (fake_timeline_fd.hpp: a memfd page with a magic number and the value; anything
-//      else is INVALID_VALUE); the driver takes the descriptor on success and closes it at
+//      else is UNKNOWN, as the H100 answers a pipe's descriptor); the driver takes the descriptor on success and closes it at
 //      cuDestroyExternalSemaphore. cuSignalExternalSemaphoresAsync sets the value (a release
 //      store) in stream order; cuWaitExternalSemaphoresAsync holds its stream until the value is
 //      at least the one waited for, polled as M3's waits are. A destroy while a wait or signal
