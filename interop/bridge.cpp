@@ -36,15 +36,14 @@ std::set<std::pair<VkDevice, VkSemaphore>>& imported() {
 VulkanMirror::VulkanMirror(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
                            VulkanFailurePolicy policy, InteropMode mode, std::string reason,
                            uint64_t initialValue, core::Ref<core::DeviceTimeline> external)
-    : fns_(fns),
+    : ForwardingTimeline(initialValue),
+      fns_(fns),
       device_(device),
       vkSemaphore_(semaphore),
       policy_(policy),
       mode_(mode),
       reason_(std::move(reason)),
-      external_(std::move(external)),
-      forwarded_(initialValue),
-      observed_(initialValue) {}
+      external_(std::move(external)) {}
 
 VulkanMirror::~VulkanMirror() {
   // Every path that destroys the handle calls detach(); this only guards against one that
@@ -185,44 +184,12 @@ uint64_t VulkanMirror::nextVulkanTarget() {
   return known == UINT64_MAX ? 0 : known + 1;
 }
 
-void VulkanMirror::observe(uint64_t value) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (detached_ || value <= observed_) return;
-    // Recorded before reach(), so that onReached(value), which reach() calls, does not signal
-    // the value back to Vulkan.
-    observed_ = value;
-    if (stopped_) return;
-  }
-  // A failed semaphore stays failed: a value that Vulkan reaches afterwards is not passed on
-  // (the core would otherwise satisfy baton waits for it).
-  if (!semaphore_->failed()) semaphore_->reach(value);
-}
-
-void VulkanMirror::lose(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (detached_ || stopped_) return;
-    stopped_ = true;
-  }
-  semaphore_->fail(Result::ErrorSemaphoreFailed, why);
-}
-
 void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
   std::string problem;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!attached_ || detached_ || stopped_) return;
-    // Values a queue signalled GPU-side (native mode) are the Vulkan semaphore's already: reading
-    // the counter to find out would cost a driver call, and a read that lagged behind the GPU
-    // would make us signal a value again, possibly after a higher one.
-    auto above = std::upper_bound(deviceSignalled_.begin(), deviceSignalled_.end(), value);
-    bool signalledByDevice = above != deviceSignalled_.begin() && *std::prev(above) == value;
-    deviceSignalled_.erase(deviceSignalled_.begin(), above);
-    if (signalledByDevice) {
-      forwarded_ = std::max(forwarded_, value);
-      return;
-    }
+    if (takeDeviceSignal(value)) return;
     if (value <= forwarded_ || value <= observed_) return;
     // Vulkan forbids signalling a value that is not above the current one
     // (VUID-VkSemaphoreSignalInfo-value-03258); Vulkan may have got there on its own.
@@ -247,20 +214,7 @@ void VulkanMirror::onReached(core::Semaphore& semaphore, uint64_t value) {
     }
     stopped_ = true;
   }
-  // The Vulkan side can no longer follow: fail the baton side too, so that the two do not
-  // silently diverge (its waiters return with this reason).
-  std::string why = "forwarding to its Vulkan semaphore failed: " + problem;
-  core::message(semaphore.instance(), MessageSeverity::Error,
-                "semaphore '" + semaphore.name() + "': " + why);
-  semaphore.fail(Result::ErrorSemaphoreFailed, why);
-}
-
-void VulkanMirror::onDeviceSignal(uint64_t value) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (detached_) return;
-  // Sorted; signals are mostly enqueued in value order, so this is an append.
-  auto at = std::upper_bound(deviceSignalled_.begin(), deviceSignalled_.end(), value);
-  deviceSignalled_.insert(at, value);
+  forwardingFailed(semaphore, problem);
 }
 
 void VulkanMirror::onFailed(core::Semaphore& semaphore) {

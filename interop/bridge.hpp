@@ -42,6 +42,7 @@
 
 #include "backend.hpp"
 #include "baton/vulkan.hpp"
+#include "forwarding.hpp"
 #include "semaphore.hpp"
 #include "status.hpp"
 #include "vulkan_functions.hpp"
@@ -51,7 +52,7 @@ namespace baton::interop {
 // The longest one vkWaitSemaphores of a watcher lasts; see above.
 constexpr uint64_t kWatchTimeoutNs = 10'000'000;
 
-class VulkanMirror final : public core::ExternalTimeline {
+class VulkanMirror final : public ForwardingTimeline {
  public:
   // `external`: in native mode, the VkSemaphore as imported into a baton device, whose queues
   // then signal and wait for it GPU-side; null in bridged mode.
@@ -70,7 +71,6 @@ class VulkanMirror final : public core::ExternalTimeline {
   void onReached(core::Semaphore& semaphore, uint64_t value) override;
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
-  void onDeviceSignal(uint64_t value) override;
   void onWaitLinked(uint64_t value) override;
   void refresh(core::Semaphore& semaphore) override;
   core::DeviceTimeline* onDevice(uint64_t deviceHandle) noexcept override {
@@ -85,10 +85,6 @@ class VulkanMirror final : public core::ExternalTimeline {
 
  private:
   void watch();
-  // Watcher: Vulkan reached `value`.
-  void observe(uint64_t value);
-  // Watcher: Vulkan failed (`why` names the VkResult). Fails the baton semaphore.
-  void lose(const std::string& why);
   // The next value worth waiting for on the Vulkan side, or 0 when this mirror is not forwarding.
   uint64_t nextVulkanTarget();
   // Bridged: returns once something in baton waits on the semaphore, or detach() began.
@@ -102,15 +98,8 @@ class VulkanMirror final : public core::ExternalTimeline {
   const std::string reason_;
   const core::Ref<core::DeviceTimeline> external_;
 
-  std::mutex mutex_;  // serialises forwarding; guards the fields below
-  bool attached_ = false;
-  bool detached_ = false;
-  bool stopped_ = false;  // the baton semaphore failed (or Vulkan was lost): forwarding ended
-  uint64_t forwarded_;    // the highest value baton signalled to Vulkan
-  uint64_t observed_;     // the highest value read from Vulkan
-  std::vector<uint64_t> deviceSignalled_;  // enqueued GPU-side signals not reached yet (native)
-  core::Semaphore* semaphore_ = nullptr;   // valid from attach() until detach() returns
-  std::condition_variable stoppedIdle_;    // a stopped watcher sleeps here until detach
+  // (ForwardingTimeline's mutex_ guards stoppedIdle_'s wait.)
+  std::condition_variable stoppedIdle_;  // a stopped watcher sleeps here until detach
   std::thread watcher_;
 
   // On-demand watching (bridged). demandMutex_ is a leaf lock: onWaitLinked takes it under the

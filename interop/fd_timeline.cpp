@@ -36,11 +36,10 @@ class VulkanFdTimeline::Observed final : public core::Object, public core::Watch
 
 VulkanFdTimeline::VulkanFdTimeline(core::Ref<core::DeviceTimeline> external, uint64_t initialValue,
                                    std::string reason)
-    : external_(std::move(external)),
+    : ForwardingTimeline(initialValue),
+      external_(std::move(external)),
       reason_(std::move(reason)),
-      observed_(core::makeRef<Observed>()),
-      forwarded_(initialValue),
-      seen_(initialValue) {}
+      watched_(core::makeRef<Observed>()) {}
 
 VulkanFdTimeline::~VulkanFdTimeline() {
   // As VulkanMirror's: detach() has run unless a path forgot it.
@@ -54,7 +53,7 @@ Status VulkanFdTimeline::attach(core::Semaphore* semaphore) {
     attached_ = true;
   }
   try {
-    observer_ = std::thread([this] { observe(); });
+    observer_ = std::thread([this] { observeWatches(); });
     pthread_setname_np(observer_.native_handle(), "baton-vkfd");
   } catch (const std::system_error& e) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -71,39 +70,39 @@ void VulkanFdTimeline::detach() {
     detached_ = true;
   }
   {
-    std::lock_guard<std::mutex> lock(observed_->mutex);
-    observed_->stopping = true;
+    std::lock_guard<std::mutex> lock(watched_->mutex);
+    watched_->stopping = true;
   }
-  observed_->cv.notify_all();
+  watched_->cv.notify_all();
   // The observer never blocks in the driver for long: a watch only enqueues.
   observer_.join();
 }
 
 void VulkanFdTimeline::onWaitLinked(uint64_t value) {
   {
-    std::lock_guard<std::mutex> lock(observed_->mutex);
-    if (value <= observed_->reported) return;
-    observed_->demand.push_back(value);
+    std::lock_guard<std::mutex> lock(watched_->mutex);
+    if (value <= watched_->reported) return;
+    watched_->demand.push_back(value);
   }
-  observed_->cv.notify_one();
+  watched_->cv.notify_one();
 }
 
-void VulkanFdTimeline::observe() {
+void VulkanFdTimeline::observeWatches() {
   std::set<uint64_t> watching;  // values a watch is pending for
-  uint64_t handled = 0;         // the highest reported value passed to reachObserved
-  std::unique_lock<std::mutex> lock(observed_->mutex);
+  uint64_t handled = 0;         // the highest reported value passed to observe
+  std::unique_lock<std::mutex> lock(watched_->mutex);
   for (;;) {
-    observed_->cv.wait(lock, [&] {
-      return observed_->stopping || !observed_->demand.empty() || observed_->reported > handled;
+    watched_->cv.wait(lock, [&] {
+      return watched_->stopping || !watched_->demand.empty() || watched_->reported > handled;
     });
-    if (observed_->stopping) return;
-    const uint64_t reported = observed_->reported;
-    std::vector<uint64_t> demand = std::move(observed_->demand);
-    observed_->demand.clear();
+    if (watched_->stopping) return;
+    const uint64_t reported = watched_->reported;
+    std::vector<uint64_t> demand = std::move(watched_->demand);
+    watched_->demand.clear();
     lock.unlock();
     if (reported > handled) {
       handled = reported;
-      reachObserved(reported);
+      observe(reported);
       // Watches for values up to it have ended or are about to (the driver saw the value).
       watching.erase(watching.begin(), watching.upper_bound(reported));
     }
@@ -112,10 +111,13 @@ void VulkanFdTimeline::observe() {
     const uint64_t known = semaphore_->value(false);
     for (uint64_t value : demand) {
       if (value <= known || value <= handled || watching.count(value)) continue;
-      Status st = external_->watch(value, observed_.get(), core::Ref<core::Object>(observed_));
+      Status st = external_->watch(value, watched_.get(), core::Ref<core::Object>(watched_));
       if (!st.ok()) {
-        stopWith(format("watching for value %llu through the device failed: %s",
-                        static_cast<unsigned long long>(value), st.message().c_str()));
+        std::string why = format("watching for value %llu through the device failed: %s",
+                                 static_cast<unsigned long long>(value), st.message().c_str());
+        core::message(semaphore_->instance(), MessageSeverity::Error,
+                      "semaphore '" + semaphore_->name() + "': " + why);
+        lose(why);
         break;
       }
       watching.insert(value);
@@ -124,44 +126,13 @@ void VulkanFdTimeline::observe() {
   }
 }
 
-void VulkanFdTimeline::reachObserved(uint64_t value) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (detached_ || value <= seen_) return;
-    // Recorded before reach(), so that onReached(value), which reach() calls, does not signal the
-    // value back.
-    seen_ = value;
-    if (stopped_) return;
-  }
-  // A failed semaphore stays failed.
-  if (!semaphore_->failed()) semaphore_->reach(value);
-}
-
-void VulkanFdTimeline::stopWith(const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (detached_ || stopped_) return;
-    stopped_ = true;
-  }
-  core::message(semaphore_->instance(), MessageSeverity::Error,
-                "semaphore '" + semaphore_->name() + "': " + why);
-  semaphore_->fail(Result::ErrorSemaphoreFailed, why);
-}
-
 void VulkanFdTimeline::onReached(core::Semaphore& semaphore, uint64_t value) {
   std::string problem;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!attached_ || detached_ || stopped_) return;
-    // Values a queue of the device signalled GPU-side are the Vulkan timeline's already.
-    auto above = std::upper_bound(deviceSignalled_.begin(), deviceSignalled_.end(), value);
-    bool signalledByDevice = above != deviceSignalled_.begin() && *std::prev(above) == value;
-    deviceSignalled_.erase(deviceSignalled_.begin(), above);
-    if (signalledByDevice) {
-      forwarded_ = std::max(forwarded_, value);
-      return;
-    }
-    if (value <= forwarded_ || value <= seen_) return;
+    if (takeDeviceSignal(value)) return;
+    if (value <= forwarded_ || value <= observed_) return;
     Status st = external_->hostSignal(value);
     if (st.ok()) {
       forwarded_ = value;
@@ -171,17 +142,7 @@ void VulkanFdTimeline::onReached(core::Semaphore& semaphore, uint64_t value) {
                      static_cast<unsigned long long>(value), st.message().c_str());
     stopped_ = true;
   }
-  std::string why = "forwarding to its Vulkan timeline failed: " + problem;
-  core::message(semaphore.instance(), MessageSeverity::Error,
-                "semaphore '" + semaphore.name() + "': " + why);
-  semaphore.fail(Result::ErrorSemaphoreFailed, why);
-}
-
-void VulkanFdTimeline::onDeviceSignal(uint64_t value) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (detached_) return;
-  auto at = std::upper_bound(deviceSignalled_.begin(), deviceSignalled_.end(), value);
-  deviceSignalled_.insert(at, value);
+  forwardingFailed(semaphore, problem);
 }
 
 void VulkanFdTimeline::onFailed(core::Semaphore& semaphore) {
@@ -191,7 +152,7 @@ void VulkanFdTimeline::onFailed(core::Semaphore& semaphore) {
     bool quiet = !attached_ || detached_ || stopped_;
     stopped_ = true;
     if (quiet) return;
-    known = std::max(forwarded_, seen_);
+    known = std::max(forwarded_, observed_);
   }
   core::message(semaphore.instance(), MessageSeverity::Warning,
                 format("semaphore '%s' failed; baton no longer signals its Vulkan timeline, so "

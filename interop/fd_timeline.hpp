@@ -26,12 +26,13 @@
 #include <vector>
 
 #include "external_timeline.hpp"
+#include "forwarding.hpp"
 #include "semaphore.hpp"
 #include "status.hpp"
 
 namespace baton::interop {
 
-class VulkanFdTimeline final : public core::ExternalTimeline {
+class VulkanFdTimeline final : public ForwardingTimeline {
  public:
   VulkanFdTimeline(core::Ref<core::DeviceTimeline> external, uint64_t initialValue,
                    std::string reason);
@@ -46,7 +47,6 @@ class VulkanFdTimeline final : public core::ExternalTimeline {
   void onReached(core::Semaphore& semaphore, uint64_t value) override;
   void onFailed(core::Semaphore& semaphore) override;
   void detach() override;
-  void onDeviceSignal(uint64_t value) override;
   void onWaitLinked(uint64_t value) override;
   core::DeviceTimeline* onDevice(uint64_t deviceHandle) noexcept override {
     return external_->deviceHandle() == deviceHandle ? external_.get() : nullptr;
@@ -59,23 +59,12 @@ class VulkanFdTimeline final : public core::ExternalTimeline {
   // a watch is pending (the device holds it).
   class Observed;
 
-  void observe();
-  // Observer: the Vulkan timeline reached at least `value`.
-  void reachObserved(uint64_t value);
-  void stopWith(const std::string& why);
+  void observeWatches();
 
   const core::Ref<core::DeviceTimeline> external_;
   const std::string reason_;
-  const core::Ref<Observed> observed_;
+  const core::Ref<Observed> watched_;
 
-  std::mutex mutex_;  // serialises forwarding; guards the fields below
-  bool attached_ = false;
-  bool detached_ = false;
-  bool stopped_ = false;  // the baton semaphore failed (or forwarding did): forwarding ended
-  uint64_t forwarded_;    // the highest value passed on with hostSignal, or signalled by a queue
-  uint64_t seen_;         // the highest value a watch reported
-  std::vector<uint64_t> deviceSignalled_;  // enqueued GPU-side signals not reached yet
-  core::Semaphore* semaphore_ = nullptr;   // valid from attach() until detach() returns
   std::thread observer_;
 };
 

@@ -8,7 +8,6 @@
 // VK_KHR_external_semaphore_fd, the NVIDIA driver on the GPU test machine; Mesa's lavapipe has no
 // such export, so the tests skip with that reason in CI) or "fake" (the fake CUDA driver's
 // stand-in descriptor, fake_timeline_fd.hpp; only with the fake driver loaded).
-#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -29,6 +28,7 @@
 #include "baton/baton_vulkan.h"
 #include "baton/vulkan.hpp"
 #include "fake_timeline_fd.hpp"
+#include "process_counts.hpp"
 #ifdef BATON_VKFD_FAKE_STATS
 #include "fake_cuda.hpp"
 #endif
@@ -45,28 +45,12 @@ std::string exporterKind() {
   return e && *e ? e : "vulkan";
 }
 
-size_t openFds() {
-  size_t n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d)) ++n;
-    closedir(d);
-  }
-  return n;
-}
+using baton::test::openFds;
 
 #ifdef BATON_VKFD_FAKE_STATS
 // A counter of the fake CUDA driver baton loaded; -1 when the driver is not the fake.
 int64_t fakeCounter(uint64_t BatonFakeCudaStats::*counter) {
-  const char* path = std::getenv("BATON_CUDA_DRIVER");
-  if (!path || !*path) return -1;
-  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (!library) return -1;
-  auto* stats =
-      reinterpret_cast<void (*)(BatonFakeCudaStats*)>(dlsym(library, "batonFakeCudaStats"));
-  BatonFakeCudaStats st{};
-  if (stats) stats(&st);
-  dlclose(library);
-  return stats ? static_cast<int64_t>(st.*counter) : -1;
+  return batonFakeCudaCounter(std::getenv("BATON_CUDA_DRIVER"), counter);
 }
 #define FAKE_COUNTER(name) fakeCounter(&BatonFakeCudaStats::name)
 #else

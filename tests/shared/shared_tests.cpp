@@ -128,17 +128,8 @@ size_t openFds() {
 // where that is not the fake (the host backend, a real driver) or the fake is not built.
 int64_t fakeCounter(BackendKind backend, uint64_t BatonFakeCudaStats::*counter) {
   if (backend == BackendKind::Host) return -1;
-  const char* path =
-      std::getenv(backend == BackendKind::Hip ? "BATON_HIP_DRIVER" : "BATON_CUDA_DRIVER");
-  if (!path || !*path) return -1;
-  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-  if (!library) return -1;
-  auto* stats =
-      reinterpret_cast<void (*)(BatonFakeCudaStats*)>(dlsym(library, "batonFakeCudaStats"));
-  BatonFakeCudaStats st{};
-  if (stats) stats(&st);
-  dlclose(library);
-  return stats ? static_cast<int64_t>(st.*counter) : -1;
+  return batonFakeCudaCounter(
+      std::getenv(backend == BackendKind::Hip ? "BATON_HIP_DRIVER" : "BATON_CUDA_DRIVER"), counter);
 }
 #endif
 

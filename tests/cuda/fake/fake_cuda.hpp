@@ -185,11 +185,11 @@
 //      cuImportExternalSemaphore of CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD only
 //      (other types: NOT_SUPPORTED), whose descriptor must be the fake's own stand-in for a Vulkan
 //      timeline (fake_timeline_fd.hpp: a memfd page with a magic number and the value; anything
-//      else is UNKNOWN, as the H100 answers a pipe's descriptor); the driver takes the descriptor on success and closes it at
-//      cuDestroyExternalSemaphore. cuSignalExternalSemaphoresAsync sets the value (a release
-//      store) in stream order; cuWaitExternalSemaphoresAsync holds its stream until the value is
-//      at least the one waited for, polled as M3's waits are. A destroy while a wait or signal
-//      is pending (undefined for the driver) is reported and counted
+//      else is UNKNOWN, as the H100 answers a pipe's descriptor); the driver takes the descriptor
+//      on success and closes it at cuDestroyExternalSemaphore. cuSignalExternalSemaphoresAsync sets
+//      the value (a release store) in stream order; cuWaitExternalSemaphoresAsync holds its stream
+//      until the value is at least the one waited for, polled as M3's waits are. A destroy while a
+//      wait or signal is pending (undefined for the driver) is reported and counted
 //      (externalSemaphoresDestroyedInUse), and aborts under STRICT. TIMELINE_SEMAPHORE_INTEROP_
 //      SUPPORTED is 1. Binary semaphores, keyed mutexes and NvSciSync are not modelled.
 // What follows for tests: work of two streams on the same memory with no event between them runs
@@ -323,6 +323,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -362,6 +363,20 @@ struct BatonFakeCudaStats {
   uint64_t externalSemaphoresLive, externalWaitsBlocked, externalSemaphoresDestroyedInUse;
 };
 extern "C" void batonFakeCudaStats(BatonFakeCudaStats* out);
+
+// For tests: a counter of the fake driver loaded from `path` (the BATON_CUDA_DRIVER or
+// BATON_HIP_DRIVER baton used), or -1 when `path` is unset or not a loaded fake.
+inline int64_t batonFakeCudaCounter(const char* path, uint64_t BatonFakeCudaStats::*counter) {
+  if (!path || !*path) return -1;
+  void* library = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  if (!library) return -1;
+  auto* stats =
+      reinterpret_cast<void (*)(BatonFakeCudaStats*)>(dlsym(library, "batonFakeCudaStats"));
+  BatonFakeCudaStats st{};
+  if (stats) stats(&st);
+  dlclose(library);
+  return stats ? static_cast<int64_t>(st.*counter) : -1;
+}
 
 // The fake NCCL's counters, as batonFakeNcclStats reports them (exported only where the module was
 // built with nccl.h; find it with dlsym). The live counts go down, the others only grow.
