@@ -6,8 +6,8 @@
 # NVIDIA Vulkan driver), the demo, compute-sanitizer and the benchmarks, writing logs to $OUT
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
-# Steps (default: all but soak, soakwait, full, onerank and collectives): build info tests lost
-# conformance hip hiplost hipconf shared graph cross interop vkfd demo sanitizer soak soakwait bench hipbench
+# Steps (default: all but imageprobe, soak, soakwait, full, onerank and collectives): build info tests lost
+# conformance hip hiplost hipconf shared graph cross interop vkfd imageprobe demo sanitizer soak soakwait bench hipbench
 # framebench ibench full onerank collectives multiprocess collbench collprofile (the last four: two
 # GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
@@ -306,6 +306,15 @@ if has vkfd; then
   echo "vkfd rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) " "$OUT/vkfd.log" | head -40
   grep -B2 -A12 "Failure$" "$OUT/vkfd.log" | head -60
   grep -m3 "cannot export\|cannot import" "$OUT/vkfd.log" | cut -c1-300
+fi
+# The Vulkan image import probe (tests/interop/image_probe.cpp): not a test, a record of what the
+# driver does with imported images; built here against the machine's libcuda.
+if has imageprobe; then
+  log vulkan image probe
+  g++ -O1 -std=c++17 tests/interop/image_probe.cpp -I/usr/local/cuda/include -lvulkan \
+    -l:libcuda.so.1 -o "$B/image_probe" > "$OUT/image-probe.log" 2>&1 &&
+    timeout 120 "$B/image_probe" >> "$OUT/image-probe.log" 2>&1
+  echo "image probe rc=$?"; cut -c1-200 "$OUT/image-probe.log"
 fi
 if has demo; then
   log demo
