@@ -27,6 +27,7 @@
 #include "baton/vulkan.hpp"
 #include "bridge.hpp"
 #include "fd_timeline.hpp"
+#include "image_formats.hpp"
 #include "vulkan_functions.hpp"
 
 namespace baton {
@@ -310,14 +311,16 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
 class ImportedMemory final : public Object {
  public:
   ImportedMemory(const VulkanFunctions& fns, VkDevice device, VkDeviceMemory memory, bool mapped,
-                 InteropMode mode, std::string reason, Ref<Object> native = {})
+                 InteropMode mode, std::string reason, Ref<Object> native = {},
+                 VkImage image = VK_NULL_HANDLE)
       : fns(fns),
         device(device),
         memory(memory),
         mappedByBaton(mapped),
         mode(mode),
         reason(std::move(reason)),
-        native(std::move(native)) {}
+        native(std::move(native)),
+        image(image) {}
   ~ImportedMemory() override {
     if (mappedByBaton) fns.unmapMemory(device, memory);
   }
@@ -328,6 +331,7 @@ class ImportedMemory final : public Object {
   const InteropMode mode;
   const std::string reason;
   const Ref<Object> native;  // native mode: the backend's import (mapping + driver object)
+  const VkImage image;       // images: the VkImage the memory is bound to
 };
 
 // Makes the Buffer of an imported range and publishes its handle.
@@ -656,6 +660,191 @@ Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
     if (info.fd >= 0) close(info.fd);
     return publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::HostPinned,
                            buffer);
+  });
+}
+
+namespace {
+
+// The checks of VulkanImageImportInfo that need no Vulkan call.
+Status checkImageInfo(const VulkanImageImportInfo& info) {
+  if (!info.image)
+    return error(Result::ErrorInvalidArgument, "VulkanImageImportInfo::image is null");
+  if (!info.memory)
+    return error(Result::ErrorInvalidArgument, "VulkanImageImportInfo::memory is null");
+  if (info.width == 0 || info.height == 0)
+    return error(Result::ErrorInvalidArgument, "the image's extent is %u x %u", info.width,
+                 info.height);
+  uint32_t levels = 1;
+  for (uint32_t side = std::max(info.width, info.height); side > 1; side >>= 1) ++levels;
+  if (info.mipLevels == 0 || info.mipLevels > levels)
+    return error(Result::ErrorInvalidArgument,
+                 "mipLevels %u: a %u x %u image has between 1 and %u levels", info.mipLevels,
+                 info.width, info.height, levels);
+  if (info.arrayLayers == 0) return error(Result::ErrorInvalidArgument, "arrayLayers is 0");
+  if (info.tiling != VK_IMAGE_TILING_LINEAR && info.tiling != VK_IMAGE_TILING_OPTIMAL)
+    return error(Result::ErrorInvalidArgument,
+                 "VulkanImageImportInfo::tiling is %d: state the VkImageCreateInfo::tiling the "
+                 "image was created with (LINEAR or OPTIMAL)",
+                 static_cast<int>(info.tiling));
+  if (info.memoryOffset >= info.allocationSize)
+    return error(Result::ErrorInvalidArgument,
+                 "memoryOffset %llu lies outside the allocation of %llu bytes",
+                 static_cast<unsigned long long>(info.memoryOffset),
+                 static_cast<unsigned long long>(info.allocationSize));
+  if (!validRequest(info.mode))
+    return error(Result::ErrorInvalidArgument, "unknown InteropModeRequest %u",
+                 static_cast<unsigned>(info.mode));
+  return checkFd(info.fd, "VulkanImageImportInfo::fd");
+}
+
+// Bridged: every level's layer-0 address and pitches in the mapping, from
+// vkGetImageSubresourceLayout (offsets from the image's memoryOffset), each checked against the
+// allocation.
+Status bridgedLevels(const VulkanFunctions& fns, const VulkanImageImportInfo& info, uint8_t* mapped,
+                     core::Image& image) {
+  const uint64_t available = info.allocationSize - info.memoryOffset;
+  for (uint32_t level = 0; level < info.mipLevels; ++level) {
+    VkImageSubresource sub{VK_IMAGE_ASPECT_COLOR_BIT, level, 0};
+    VkSubresourceLayout layout{};
+    fns.getImageSubresourceLayout(info.vulkan.device, info.image, &sub, &layout);
+    core::Image::Level l;
+    l.width = std::max(1u, info.width >> level);
+    l.height = std::max(1u, info.height >> level);
+    l.rowPitch = layout.rowPitch;
+    l.layerPitch = layout.arrayPitch;
+    const uint64_t lastByte = layout.offset + (info.arrayLayers - 1) * layout.arrayPitch +
+                              (l.height - 1) * layout.rowPitch +
+                              uint64_t(l.width) * image.texelBytes;
+    if (layout.rowPitch < uint64_t(l.width) * image.texelBytes || lastByte > available)
+      return error(Result::ErrorInvalidArgument,
+                   "level %u's layout (offset %llu, row pitch %llu, array pitch %llu) does not fit "
+                   "%u x %u texels of %u bytes in the %llu bytes bound: do the image's format, "
+                   "extent, levels and layers match its VkImageCreateInfo?",
+                   level, static_cast<unsigned long long>(layout.offset),
+                   static_cast<unsigned long long>(layout.rowPitch),
+                   static_cast<unsigned long long>(layout.arrayPitch), l.width, l.height,
+                   image.texelBytes, static_cast<unsigned long long>(available));
+    l.host = mapped + layout.offset;
+    image.levels.push_back(l);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image* image) noexcept {
+  return entry("importVulkanImage", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Device> dev = find<core::Device>(device.raw(), ObjectType::Device, "device", &st);
+    if (!dev) return st;
+    owner = dev->instance();
+    BATON_NULL_CHECK(image, "image output pointer");
+    *image = Image();
+    BATON_TRY(checkImageInfo(info));
+    const ImageFormat texelFormat = imageFormatFromVulkan(info.format);
+    if (texelFormat == ImageFormat::Undefined)
+      return error(Result::ErrorNotSupported,
+                   "%s is not an image format baton shares: the 8-, 16- and 32-bit colour formats "
+                   "of baton::ImageFormat are (docs/guide.md, 'Vulkan images')",
+                   interop::vkFormatName(info.format).c_str());
+    VulkanFunctions fns;
+    BATON_TRY(interop::loadInstance(info.vulkan, &fns));
+    BATON_TRY(interop::loadDevice(info.vulkan, &fns));
+    VkPhysicalDeviceMemoryProperties memProps;
+    fns.getPhysicalDeviceMemoryProperties(info.vulkan.physicalDevice, &memProps);
+    if (info.memoryTypeIndex >= memProps.memoryTypeCount)
+      return error(Result::ErrorInvalidArgument,
+                   "memoryTypeIndex %u is not a memory type of %s (it has %u): state the "
+                   "VkMemoryAllocateInfo::memoryTypeIndex the memory was allocated with",
+                   info.memoryTypeIndex, fns.label.c_str(), memProps.memoryTypeCount);
+
+    const bool hostDevice = dev->backend() == BackendKind::Host;
+    // Native: mapping the memory as the backend's image object (a CUDA mipmapped array) is not
+    // built yet; bridged shares a linear image by mapping, which only the host backend's copies
+    // can use.
+    if (info.mode == InteropModeRequest::Native || !hostDevice)
+      return error(Result::ErrorNotSupported,
+                   "%s cannot import a Vulkan image: native image import (the memory mapped as a "
+                   "CUDA mipmapped array) is not built in this version, and bridged images are "
+                   "shared by mapping, which only the host backend's copies use",
+                   dev->label().c_str());
+    if (info.tiling != VK_IMAGE_TILING_LINEAR)
+      return error(Result::ErrorNotSupported,
+                   "bridged image import shares a LINEAR image by mapping; an OPTIMAL image's "
+                   "texel layout is the driver's own and cannot be read through a mapping");
+    const VkMemoryPropertyFlags needed =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    VkMemoryPropertyFlags flags = memProps.memoryTypes[info.memoryTypeIndex].propertyFlags;
+    if ((flags & needed) != needed)
+      return error(Result::ErrorNotSupported,
+                   "bridged image import shares memory by mapping, so it needs a HOST_VISIBLE | "
+                   "HOST_COHERENT memory type; type %u of %s has flags 0x%x",
+                   info.memoryTypeIndex, fns.label.c_str(), flags);
+    if (!fns.getImageSubresourceLayout)
+      return error(Result::ErrorNotSupported, "%s has no vkGetImageSubresourceLayout",
+                   fns.label.c_str());
+
+    std::string name = info.debugName && info.debugName[0] ? info.debugName : "vulkan-image";
+    std::string label = format("image '%s' (%s %ux%u, %u level(s), %u layer(s))", name.c_str(),
+                               imageFormatName(texelFormat), info.width, info.height,
+                               info.mipLevels, info.arrayLayers);
+    ImageInfo imageInfo;
+    imageInfo.format = texelFormat;
+    imageInfo.width = info.width;
+    imageInfo.height = info.height;
+    imageInfo.mipLevels = info.mipLevels;
+    imageInfo.arrayLayers = info.arrayLayers;
+    Ref<core::Image> img = makeRef<core::Image>(dev, imageInfo, label);
+
+    void* host = info.hostPointer;
+    bool mapped = false;
+    if (!host) {
+      VkResult r = fns.mapMemory(info.vulkan.device, info.memory, info.memoryOffset, VK_WHOLE_SIZE,
+                                 0, &host);
+      if (r != VK_SUCCESS)
+        return interop::vkFailure(
+            "vkMapMemory (is the memory already mapped? Vulkan allows one "
+            "mapping per allocation: pass it as hostPointer)",
+            r);
+      mapped = true;
+    }
+    const std::string reason =
+        "a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory, shared by "
+        "mapping with the host backend";
+    // From here on the mapping is the import's: released with the image's last reference.
+    img->memory = makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory, mapped,
+                                          InteropMode::Bridged, reason, Ref<Object>(), info.image);
+    BATON_TRY(bridgedLevels(fns, info, static_cast<uint8_t*>(host), *img));
+
+    uint64_t h = HandleTable::get().insert(img, ObjectType::Image);
+    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+    img->handle = h;
+    dev->children.add(h, ObjectType::Image);
+    if (info.fd >= 0) close(info.fd);  // bridged mode has no use for it
+    core::message(dev->instance(), MessageSeverity::Info,
+                  format("%s of %s imported into %s in bridged mode: %s", label.c_str(),
+                         fns.label.c_str(), dev->label().c_str(), reason.c_str()));
+    *image = Image(h);
+    return Status();
+  });
+}
+
+Result getVulkanImageInterop(Image image, VulkanInteropInfo* info) noexcept {
+  return entry("getVulkanImageInterop", [&](const core::Instance*& owner) -> Status {
+    Status st;
+    Ref<core::Image> img = find<core::Image>(image.raw(), ObjectType::Image, "image", &st);
+    if (!img) return st;
+    owner = img->device->instance();
+    BATON_NULL_CHECK(info, "info output pointer");
+    *info = VulkanInteropInfo();
+    auto* m = dynamic_cast<ImportedMemory*>(img->memory.get());
+    if (!m) return error(Result::ErrorInvalidArgument, "image was not imported from Vulkan");
+    info->mode = m->mode;
+    info->device = m->device;
+    info->memory = m->memory;
+    info->image = m->image;
+    copyText(info->reason, sizeof info->reason, m->reason);
+    return Status();
   });
 }
 

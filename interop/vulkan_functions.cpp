@@ -112,6 +112,7 @@ Status loadDevice(const VulkanDevice& vulkan, VulkanFunctions* fns) {
            "vkGetSemaphoreCounterValueKHR");
   deviceFn(gdpa, dev, &fns->mapMemory, "vkMapMemory");
   deviceFn(gdpa, dev, &fns->unmapMemory, "vkUnmapMemory");
+  deviceFn(gdpa, dev, &fns->getImageSubresourceLayout, "vkGetImageSubresourceLayout");
   // Device functions of extensions that were not enabled resolve to null (Vulkan 1.2 spec,
   // vkGetDeviceProcAddr), which is how baton learns whether fd export is usable on this device.
   deviceFn(gdpa, dev, &fns->getSemaphoreFd, "vkGetSemaphoreFdKHR");

@@ -33,6 +33,7 @@ struct VulkanFunctions {
   PFN_vkGetSemaphoreCounterValue getSemaphoreCounterValue = nullptr;  // or the KHR alias
   PFN_vkMapMemory mapMemory = nullptr;
   PFN_vkUnmapMemory unmapMemory = nullptr;
+  PFN_vkGetImageSubresourceLayout getImageSubresourceLayout = nullptr;
   PFN_vkGetSemaphoreFdKHR getSemaphoreFd = nullptr;  // null unless VK_KHR_external_semaphore_fd
   PFN_vkGetMemoryFdKHR getMemoryFd = nullptr;        // null unless VK_KHR_external_memory_fd
 

@@ -45,6 +45,61 @@ Status checkRange(const core::Buffer& b, uint64_t offset, uint64_t size, const c
   return Status();
 }
 
+Status findImage(const core::CommandBuffer& cb, Image image, const char* what,
+                 Ref<core::Image>* out) {
+  Status st;
+  *out = find<core::Image>(image.raw(), ObjectType::Image, what, &st);
+  if (!*out) return st;
+  if ((*out)->device != cb.device)
+    return error(Result::ErrorDeviceMismatch, "%s image belongs to %s, the command buffer to %s",
+                 what, (*out)->device->label().c_str(), cb.device->label().c_str());
+  return Status();
+}
+
+// Checks each region against the image and the buffer (baton/image.hpp, BufferImageCopy).
+Status checkRegions(const core::Image& image, const core::Buffer& buffer,
+                    Span<const BufferImageCopy> regions) {
+  if (regions.empty()) return Status(Result::ErrorInvalidArgument, "no regions to copy");
+  const ImageInfo& info = image.info;
+  const uint32_t texel = image.texelBytes;
+  for (size_t i = 0; i < regions.size(); ++i) {
+    const BufferImageCopy& r = regions[i];
+    if (r.mipLevel >= info.mipLevels)
+      return error(Result::ErrorInvalidArgument, "region %zu: mip level %u, but %s has %u", i,
+                   r.mipLevel, image.label.c_str(), info.mipLevels);
+    if (r.layerCount == 0 || r.baseArrayLayer >= info.arrayLayers ||
+        r.layerCount > info.arrayLayers - r.baseArrayLayer)
+      return error(Result::ErrorInvalidArgument, "region %zu: layers [%u, +%u) outside %s's %u", i,
+                   r.baseArrayLayer, r.layerCount, image.label.c_str(), info.arrayLayers);
+    const core::Image::Level& level = image.levels[r.mipLevel];
+    if (r.width == 0 || r.height == 0 || r.x >= level.width || r.width > level.width - r.x ||
+        r.y >= level.height || r.height > level.height - r.y)
+      return error(Result::ErrorInvalidArgument,
+                   "region %zu: texels [%u, +%u) x [%u, +%u) outside level %u (%u x %u) of %s", i,
+                   r.x, r.width, r.y, r.height, r.mipLevel, level.width, level.height,
+                   image.label.c_str());
+    if (r.bufferRowLength && r.bufferRowLength < r.width)
+      return error(Result::ErrorInvalidArgument, "region %zu: bufferRowLength %u < width %u", i,
+                   r.bufferRowLength, r.width);
+    if (r.bufferImageHeight && r.bufferImageHeight < r.height)
+      return error(Result::ErrorInvalidArgument, "region %zu: bufferImageHeight %u < height %u", i,
+                   r.bufferImageHeight, r.height);
+    if (r.bufferOffset % texel)
+      return error(
+          Result::ErrorInvalidArgument,
+          "region %zu: bufferOffset %llu is not a multiple of the texel size (%u bytes, %s)", i,
+          static_cast<unsigned long long>(r.bufferOffset), texel, imageFormatName(info.format));
+    const uint64_t span = core::regionBufferSpan(r, texel);
+    if (r.bufferOffset > buffer.info.size || span > buffer.info.size - r.bufferOffset)
+      return error(Result::ErrorInvalidArgument,
+                   "region %zu: buffer bytes [%llu, +%llu) outside the buffer's %llu bytes", i,
+                   static_cast<unsigned long long>(r.bufferOffset),
+                   static_cast<unsigned long long>(span),
+                   static_cast<unsigned long long>(buffer.info.size));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result CommandBuffer::destroy() const noexcept {
@@ -134,6 +189,36 @@ Result CommandBuffer::copyBuffer(Buffer src, uint64_t srcOffset, Buffer dst, uin
       c.srcOffset = srcOffset;
       c.dstOffset = dstOffset;
       c.size = size;
+      list.commands.push_back(std::move(c));
+      return Status();
+    });
+  });
+}
+
+Result CommandBuffer::copyBufferToImage(Buffer src, Image dst,
+                                        Span<const BufferImageCopy> regions) const noexcept {
+  return entry("CommandBuffer::copyBufferToImage", [&](const core::Instance*& owner) -> Status {
+    return record(handle_, owner, [&](core::CommandBuffer& cb, CommandList& list) -> Status {
+      Command c{Command::Kind::CopyBufferToImage};
+      BATON_TRY(findBuffer(cb, src, "source", &c.src));
+      BATON_TRY(findImage(cb, dst, "destination", &c.image));
+      BATON_TRY(checkRegions(*c.image, *c.src, regions));
+      c.regions.assign(regions.begin(), regions.end());
+      list.commands.push_back(std::move(c));
+      return Status();
+    });
+  });
+}
+
+Result CommandBuffer::copyImageToBuffer(Image src, Buffer dst,
+                                        Span<const BufferImageCopy> regions) const noexcept {
+  return entry("CommandBuffer::copyImageToBuffer", [&](const core::Instance*& owner) -> Status {
+    return record(handle_, owner, [&](core::CommandBuffer& cb, CommandList& list) -> Status {
+      Command c{Command::Kind::CopyImageToBuffer};
+      BATON_TRY(findImage(cb, src, "source", &c.image));
+      BATON_TRY(findBuffer(cb, dst, "destination", &c.dst));
+      BATON_TRY(checkRegions(*c.image, *c.dst, regions));
+      c.regions.assign(regions.begin(), regions.end());
       list.commands.push_back(std::move(c));
       return Status();
     });

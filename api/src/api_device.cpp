@@ -37,7 +37,7 @@ Result Device::destroy() const noexcept {
     if (live)
       return error(
           Result::ErrorObjectInUse,
-          "%s destroyed with %zu live command buffer(s)/buffer(s); they were destroyed too",
+          "%s destroyed with %zu live command buffer(s)/buffer(s)/image(s); they were destroyed too",
           dev->label().c_str(), live);
     return Status();
   });

@@ -30,9 +30,14 @@
 namespace {
 
 using baton::Buffer;
+using baton::BufferImageCopy;
 using baton::CommandBuffer;
 using baton::Device;
+using baton::Image;
+using baton::ImageInfo;
 using baton::Instance;
+using baton::NativeImage;
+using baton::NativeImageLevel;
 using baton::PhysicalDevice;
 using baton::Queue;
 using baton::Result;
@@ -66,6 +71,31 @@ BATON_C_SAME_VALUE(BATON_ERROR_OBJECT_IN_USE, Result::ErrorObjectInUse);
 BATON_C_SAME_VALUE(BATON_ERROR_DRIVER, Result::ErrorDriver);
 BATON_C_SAME_VALUE(BATON_ERROR_INVALID_STATE, Result::ErrorInvalidState);
 static_assert(sizeof(baton_result) == sizeof(Result));
+
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_UNDEFINED, baton::ImageFormat::Undefined);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R8_UNORM, baton::ImageFormat::R8Unorm);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R8G8_UNORM, baton::ImageFormat::R8G8Unorm);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R8G8B8A8_UNORM, baton::ImageFormat::R8G8B8A8Unorm);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R8G8B8A8_SRGB, baton::ImageFormat::R8G8B8A8Srgb);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_B8G8R8A8_UNORM, baton::ImageFormat::B8G8R8A8Unorm);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_B8G8R8A8_SRGB, baton::ImageFormat::B8G8R8A8Srgb);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R8G8B8A8_UINT, baton::ImageFormat::R8G8B8A8Uint);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R8G8B8A8_SNORM, baton::ImageFormat::R8G8B8A8Snorm);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R16_SFLOAT, baton::ImageFormat::R16Sfloat);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R16G16_SFLOAT, baton::ImageFormat::R16G16Sfloat);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R16G16B16A16_SFLOAT, baton::ImageFormat::R16G16B16A16Sfloat);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R16G16B16A16_UNORM, baton::ImageFormat::R16G16B16A16Unorm);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R16G16B16A16_UINT, baton::ImageFormat::R16G16B16A16Uint);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R32_SFLOAT, baton::ImageFormat::R32Sfloat);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R32_UINT, baton::ImageFormat::R32Uint);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R32G32_SFLOAT, baton::ImageFormat::R32G32Sfloat);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R32G32B32A32_SFLOAT, baton::ImageFormat::R32G32B32A32Sfloat);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_R32G32B32A32_UINT, baton::ImageFormat::R32G32B32A32Uint);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_A2B10G10R10_UNORM_PACK32,
+                   baton::ImageFormat::A2B10G10R10UnormPack32);
+BATON_C_SAME_VALUE(BATON_IMAGE_FORMAT_B10G11R11_UFLOAT_PACK32,
+                   baton::ImageFormat::B10G11R11UfloatPack32);
+static_assert(sizeof(baton_image_format) == sizeof(baton::ImageFormat));
 
 BATON_C_SAME_VALUE(BATON_BACKEND_KIND_HOST, baton::BackendKind::Host);
 BATON_C_SAME_VALUE(BATON_BACKEND_KIND_CUDA, baton::BackendKind::Cuda);
@@ -128,6 +158,18 @@ static_assert(kSameLayout<baton_queue, Queue>);
 static_assert(kSameLayout<baton_semaphore, Semaphore>);
 static_assert(kSameLayout<baton_command_buffer, CommandBuffer>);
 static_assert(kSameLayout<baton_buffer, Buffer>);
+static_assert(kSameLayout<baton_image, Image>);
+static_assert(kSameLayout<baton_image_info, ImageInfo>);
+static_assert(offsetof(baton_image_info, array_layers) == offsetof(ImageInfo, arrayLayers));
+static_assert(kSameLayout<baton_buffer_image_copy, BufferImageCopy>);
+static_assert(offsetof(baton_buffer_image_copy, buffer_row_length) ==
+              offsetof(BufferImageCopy, bufferRowLength));
+static_assert(offsetof(baton_buffer_image_copy, height) == offsetof(BufferImageCopy, height));
+static_assert(kSameLayout<baton_native_image, NativeImage>);
+static_assert(offsetof(baton_native_image, texture_object) == offsetof(NativeImage, textureObject));
+static_assert(kSameLayout<baton_native_image_level, NativeImageLevel>);
+static_assert(offsetof(baton_native_image_level, layer_pitch) ==
+              offsetof(NativeImageLevel, layerPitch));
 static_assert(sizeof(baton_semaphore) == sizeof(uint64_t));
 
 static_assert(kSameLayout<baton_semaphore_value, SemaphoreValue>);
@@ -530,6 +572,52 @@ baton_result baton_command_buffer_native_flags(baton_command_buffer command_buff
                                                baton_native_callback callback, void* user_data,
                                                uint32_t flags) {
   return toC(toCpp<CommandBuffer>(command_buffer).native(toCpp(callback), user_data, flags));
+}
+
+// ---- image ------------------------------------------------------------------------------------
+
+const char* baton_image_format_name(baton_image_format format) {
+  return baton::imageFormatName(static_cast<baton::ImageFormat>(format));
+}
+
+uint32_t baton_image_format_texel_bytes(baton_image_format format) {
+  return baton::imageFormatTexelBytes(static_cast<baton::ImageFormat>(format));
+}
+
+baton_result baton_image_destroy(baton_image image) { return toC(toCpp<Image>(image).destroy()); }
+
+baton_result baton_image_get_info(baton_image image, baton_image_info* info) {
+  return toC(toCpp<Image>(image).getInfo(reinterpret_cast<ImageInfo*>(info)));
+}
+
+baton_result baton_image_get_native(baton_image image, baton_native_image* native) {
+  return toC(toCpp<Image>(image).getNative(reinterpret_cast<NativeImage*>(native)));
+}
+
+baton_result baton_image_get_native_level(baton_image image, uint32_t level,
+                                          baton_native_image_level* native) {
+  return toC(
+      toCpp<Image>(image).getNativeLevel(level, reinterpret_cast<NativeImageLevel*>(native)));
+}
+
+baton_result baton_command_buffer_copy_buffer_to_image(baton_command_buffer command_buffer,
+                                                       baton_buffer src, baton_image dst,
+                                                       const baton_buffer_image_copy* regions,
+                                                       size_t region_count) {
+  Span<const BufferImageCopy> span(reinterpret_cast<const BufferImageCopy*>(regions),
+                                   regions ? region_count : 0);
+  return toC(toCpp<CommandBuffer>(command_buffer)
+                 .copyBufferToImage(toCpp<Buffer>(src), toCpp<Image>(dst), span));
+}
+
+baton_result baton_command_buffer_copy_image_to_buffer(baton_command_buffer command_buffer,
+                                                       baton_image src, baton_buffer dst,
+                                                       const baton_buffer_image_copy* regions,
+                                                       size_t region_count) {
+  Span<const BufferImageCopy> span(reinterpret_cast<const BufferImageCopy*>(regions),
+                                   regions ? region_count : 0);
+  return toC(toCpp<CommandBuffer>(command_buffer)
+                 .copyImageToBuffer(toCpp<Image>(src), toCpp<Buffer>(dst), span));
 }
 
 // ---- buffer -----------------------------------------------------------------------------------

@@ -112,6 +112,7 @@ void toC(const baton::VulkanInteropInfo& in, baton_vulkan_interop_info* out) noe
   out->memory = in.memory;
   out->failure_policy = static_cast<baton_vulkan_failure_policy>(in.failurePolicy);
   copyText(out->reason, in.reason);
+  out->image = in.image;
 }
 
 void toC(const baton::VulkanInteropSupport& in, baton_vulkan_interop_support* out) noexcept {
@@ -184,6 +185,45 @@ baton_result baton_get_vulkan_semaphore_interop(baton_semaphore semaphore,
                                               info ? &cpp : nullptr);
   if (!baton::isError(r)) toC(cpp, info);
   return toC(r);
+}
+
+baton_result baton_import_vulkan_image(baton_device device,
+                                       const baton_vulkan_image_import_info* info,
+                                       baton_image* image) {
+  baton::VulkanImageImportInfo cpp;
+  if (info) {
+    cpp.vulkan = toCpp(&info->vulkan);
+    cpp.image = info->image;
+    cpp.memory = info->memory;
+    cpp.allocationSize = info->allocation_size;
+    cpp.memoryOffset = info->memory_offset;
+    cpp.memoryTypeIndex = info->memory_type_index;
+    cpp.format = info->format;
+    cpp.width = info->width;
+    cpp.height = info->height;
+    cpp.mipLevels = info->mip_levels;
+    cpp.arrayLayers = info->array_layers;
+    cpp.tiling = info->tiling;
+    cpp.usage = info->usage;
+    cpp.hostPointer = info->host_pointer;
+    cpp.fd = info->fd;
+    cpp.dedicated = info->dedicated != 0;
+    cpp.mode = static_cast<InteropModeRequest>(info->mode);
+    cpp.debugName = info->debug_name;
+  }
+  return toC(baton::importVulkanImage(baton::Device(rawHandle(device)), cpp,
+                                      reinterpret_cast<baton::Image*>(image)));
+}
+
+baton_result baton_get_vulkan_image_interop(baton_image image, baton_vulkan_interop_info* info) {
+  baton::VulkanInteropInfo cpp;
+  Result r = baton::getVulkanImageInterop(baton::Image(rawHandle(image)), info ? &cpp : nullptr);
+  if (!baton::isError(r)) toC(cpp, info);
+  return toC(r);
+}
+
+baton_image_format baton_image_format_from_vulkan(VkFormat format) {
+  return static_cast<baton_image_format>(baton::imageFormatFromVulkan(format));
 }
 
 baton_result baton_import_vulkan_memory(baton_device device,

@@ -12,6 +12,7 @@ const char* objectTypeName(ObjectType type) noexcept {
     case ObjectType::CommandBuffer: return "CommandBuffer";
     case ObjectType::Buffer: return "Buffer";
     case ObjectType::Communicator: return "Communicator";
+    case ObjectType::Image: return "Image";
   }
   return "Object";
 }

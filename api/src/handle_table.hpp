@@ -32,6 +32,7 @@ enum class ObjectType : uint8_t {
   CommandBuffer,
   Buffer,
   Communicator,
+  Image,
 };
 const char* objectTypeName(ObjectType type) noexcept;
 

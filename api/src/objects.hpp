@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "baton/image.hpp"
 #include "baton/instance.hpp"
 #include "baton/physical_device.hpp"
 #include "handle_table.hpp"
@@ -112,7 +113,7 @@ class Device : public Object {
 
   std::vector<Ref<Queue>> queues;
   std::vector<uint64_t> queueHandles;
-  ChildSet children;  // command buffers, buffers
+  ChildSet children;  // command buffers, buffers, images
   uint64_t handle = 0;
 
  private:
@@ -218,8 +219,19 @@ enum class CollectiveOp : uint8_t {
 };
 const char* collectiveOpName(CollectiveOp op) noexcept;
 
+class Image;
+
 struct Command {
-  enum class Kind { Copy, Fill, Update, HostCall, Native, Collective };
+  enum class Kind {
+    Copy,
+    Fill,
+    Update,
+    HostCall,
+    Native,
+    Collective,
+    CopyBufferToImage,  // src -> image, `regions`
+    CopyImageToBuffer,  // image -> dst, `regions`
+  };
   explicit Command(Kind k) : kind(k) {}
   Kind kind;
   Ref<Buffer> src, dst;
@@ -237,6 +249,9 @@ struct Command {
   ElementType elementType = ElementType::Float32;
   ReduceOp reduceOp = ReduceOp::Sum;
   uint32_t peer = 0;  // Broadcast, Reduce: the root; Send, Recv: the peer
+  // CopyBufferToImage, CopyImageToBuffer: the image and the regions (checked at record time).
+  Ref<Image> image;
+  std::vector<BufferImageCopy> regions;
 
   // Whether the buffers it uses have memory (a queue-ordered alloca ran and no dealloca did):
   // backends check it before they execute the command. Defined after Buffer.
@@ -291,6 +306,45 @@ class Buffer : public Object {
   Ref<SharedMemory> shared;
   uint64_t handle = 0;
 };
+
+// An image (baton/image.hpp): texel memory shared with another API, made by an import
+// (interop/). What the backend executes copies with: per level, the driver's array and surface
+// (GPU backends) or the host mapping and its pitches (the host backend). `memory` owns the
+// import and everything made from it (driver objects, the other API's mapping), released with
+// the last reference, which command lists that use the image hold.
+class Image : public Object {
+ public:
+  Image(Ref<Device> device, const ImageInfo& info, std::string label)
+      : device(std::move(device)),
+        info(info),
+        texelBytes(imageFormatTexelBytes(info.format)),
+        label(std::move(label)) {}
+  struct Level {
+    uint32_t width = 0, height = 0;
+    void* array = nullptr;    // CUarray (layered with layers)
+    uint64_t surface = 0;     // CUsurfObject
+    uint8_t* host = nullptr;  // host backend: layer 0's first texel
+    uint64_t rowPitch = 0, layerPitch = 0;
+  };
+  Ref<Device> device;
+  const ImageInfo info;
+  const uint32_t texelBytes;
+  const std::string label;  // "image 'frame' (R16G16B16A16_SFLOAT 3840x2160, 1 level, 1 layer)"
+  std::vector<Level> levels;
+  void* mipmappedArray = nullptr;  // CUmipmappedArray
+  uint64_t texture = 0;            // CUtexObject
+  Ref<Object> memory;
+  uint64_t handle = 0;
+};
+
+// The bytes a region spans in its buffer, from bufferOffset: through the last texel of the last
+// row of the last layer. Regions are checked (CommandBuffer::copyBufferToImage) before this.
+inline uint64_t regionBufferSpan(const BufferImageCopy& r, uint32_t texelBytes) noexcept {
+  const uint64_t rowLength = r.bufferRowLength ? r.bufferRowLength : r.width;
+  const uint64_t imageHeight = r.bufferImageHeight ? r.bufferImageHeight : r.height;
+  return ((uint64_t(r.layerCount) - 1) * imageHeight + (r.height - 1)) * rowLength * texelBytes +
+         uint64_t(r.width) * texelBytes;
+}
 
 inline bool Command::buffersBacked() const noexcept {
   for (const Ref<Buffer>* b : {&src, &dst})

@@ -189,10 +189,38 @@ class HostQueue final : public QueueImpl {
             // Unreachable: a host device makes no communicator, and a command buffer records
             // only its own device's.
             return Status(Result::ErrorNotSupported, "the host backend has no collective engine");
+          case Command::Kind::CopyBufferToImage:
+          case Command::Kind::CopyImageToBuffer: copyImage(c); break;
         }
       }
     }
     return Status();
+  }
+
+  // A copy between a buffer and a host-mapped image (the bridged import of a linear image):
+  // row by row, with the image's pitches (core::Image::Level) and the region's buffer layout.
+  void copyImage(const Command& c) {
+    const bool toImage = c.kind == Command::Kind::CopyBufferToImage;
+    const core::Buffer& buffer = toImage ? *c.src : *c.dst;
+    const uint32_t texel = c.image->texelBytes;
+    for (const BufferImageCopy& r : c.regions) {
+      const core::Image::Level& level = c.image->levels[r.mipLevel];
+      const uint64_t rowLength = r.bufferRowLength ? r.bufferRowLength : r.width;
+      const uint64_t imageHeight = r.bufferImageHeight ? r.bufferImageHeight : r.height;
+      const size_t rowBytes = size_t(r.width) * texel;
+      for (uint32_t layer = 0; layer < r.layerCount; ++layer) {
+        for (uint32_t row = 0; row < r.height; ++row) {
+          uint8_t* inBuffer = static_cast<uint8_t*>(hostPointer(buffer, r.bufferOffset)) +
+                              (layer * imageHeight + row) * rowLength * texel;
+          uint8_t* inImage = level.host + (r.baseArrayLayer + layer) * level.layerPitch +
+                             (r.y + row) * level.rowPitch + size_t(r.x) * texel;
+          if (toImage)
+            std::memcpy(inImage, inBuffer, rowBytes);
+          else
+            std::memcpy(inBuffer, inImage, rowBytes);
+        }
+      }
+    }
   }
 
   Device& device_;

@@ -318,6 +318,10 @@ class GraphBuilder {
         break;
       }
       case core::Command::Kind::Collective: break;  // segments of their own (buildCapturedSegment)
+      case core::Command::Kind::CopyBufferToImage:
+      case core::Command::Kind::CopyImageToBuffer:
+        // No image reaches a stream device yet: importVulkanImage refuses them.
+        return Status(Result::ErrorNotSupported, "image copies are not built for this backend yet");
     }
     *dep = node;
     return Status();

@@ -403,6 +403,11 @@ class Issuer {
       ++rec.ops;
       if (!c.buffersBacked()) return unbacked();
       switch (c.kind) {
+        case core::Command::Kind::CopyBufferToImage:
+        case core::Command::Kind::CopyImageToBuffer:
+          // No image reaches a stream device yet: importVulkanImage refuses them.
+          return Status(Result::ErrorNotSupported,
+                        q_.label + ": image copies are not built for this backend yet");
         case core::Command::Kind::Copy:
           BATON_TRY(driverCall([&] {
             return d_.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,

@@ -393,7 +393,9 @@ TEST_P(VulkanFdTest, ImportAndDestroy1000TimesLeavesDescriptorsFlat) {
     fds = openFds();
   }
   EXPECT_LE(fds, fdsBefore);
-  if (liveBefore >= 0) EXPECT_EQ(FAKE_COUNTER(externalSemaphoresLive), liveBefore);
+  if (liveBefore >= 0) {
+    EXPECT_EQ(FAKE_COUNTER(externalSemaphoresLive), liveBefore);
+  }
 }
 
 TEST_P(VulkanFdTest, ARefusalSaysWhy) {

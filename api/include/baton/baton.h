@@ -89,6 +89,9 @@ BATON_DEFINE_HANDLE(baton_command_buffer)
 /** Linear memory owned by a device (baton::Buffer): made by baton_device_create_buffer or
  * baton_queue_alloca_buffer, destroyed with baton_buffer_destroy. */
 BATON_DEFINE_HANDLE(baton_buffer)
+/** Texel memory of a device shared with another API (baton::Image): made by
+ * baton_import_vulkan_image (baton_vulkan.h), destroyed with baton_image_destroy. */
+BATON_DEFINE_HANDLE(baton_image)
 /** One rank of a group of devices that run collectives together (baton::Communicator): made by
  * baton_device_create_communicator, baton_instance_create_communicators,
  * baton_communicator_split or baton_communicator_shrink, destroyed with
@@ -464,13 +467,14 @@ typedef struct baton_buffer_create_info {
   { 0, BATON_MEMORY_KIND_DEVICE, 0 }
 /** baton_buffer_create_info::flags: the buffer's memory can be mapped by other processes
  * (baton_buffer_export_fd, baton_device_import_buffer); baton_device_create_buffer only. See
- * baton::kBufferShareable (baton/buffer.hpp) for how each backend shares it and how long it lives. */
+ * baton::kBufferShareable (baton/buffer.hpp) for how each backend shares it and how long it lives.
+ */
 #define BATON_BUFFER_SHAREABLE 0x1u
 
 /** What baton_device_import_buffer needs (baton::BufferImportInfo). */
 typedef struct baton_buffer_import_info {
-  int fd; /**< from baton_buffer_export_fd, here or in another process; borrowed */
-  uint64_t size;            /**< the exported buffer's size: another is refused */
+  int fd;        /**< from baton_buffer_export_fd, here or in another process; borrowed */
+  uint64_t size; /**< the exported buffer's size: another is refused */
   baton_memory_kind memory; /**< the exported buffer's kind: another is refused */
 } baton_buffer_import_info;
 /** No descriptor, size 0 (to be set), device memory. */
@@ -779,6 +783,110 @@ BATON_API baton_result baton_command_buffer_native_flags(baton_command_buffer co
                                                          baton_native_callback callback,
                                                          void* user_data, uint32_t flags);
 /** @} */
+
+/* ---- image (baton/image.hpp) ---------------------------------------------------------------- */
+
+/** An image's texel format (baton::ImageFormat; the names follow Vulkan's). */
+typedef enum baton_image_format {
+  BATON_IMAGE_FORMAT_UNDEFINED = 0,
+  BATON_IMAGE_FORMAT_R8_UNORM = 1,
+  BATON_IMAGE_FORMAT_R8G8_UNORM = 2,
+  BATON_IMAGE_FORMAT_R8G8B8A8_UNORM = 3,
+  BATON_IMAGE_FORMAT_R8G8B8A8_SRGB = 4,
+  BATON_IMAGE_FORMAT_B8G8R8A8_UNORM = 5,
+  BATON_IMAGE_FORMAT_B8G8R8A8_SRGB = 6,
+  BATON_IMAGE_FORMAT_R8G8B8A8_UINT = 7,
+  BATON_IMAGE_FORMAT_R8G8B8A8_SNORM = 8,
+  BATON_IMAGE_FORMAT_R16_SFLOAT = 9,
+  BATON_IMAGE_FORMAT_R16G16_SFLOAT = 10,
+  BATON_IMAGE_FORMAT_R16G16B16A16_SFLOAT = 11,
+  BATON_IMAGE_FORMAT_R16G16B16A16_UNORM = 12,
+  BATON_IMAGE_FORMAT_R16G16B16A16_UINT = 13,
+  BATON_IMAGE_FORMAT_R32_SFLOAT = 14,
+  BATON_IMAGE_FORMAT_R32_UINT = 15,
+  BATON_IMAGE_FORMAT_R32G32_SFLOAT = 16,
+  BATON_IMAGE_FORMAT_R32G32B32A32_SFLOAT = 17,
+  BATON_IMAGE_FORMAT_R32G32B32A32_UINT = 18,
+  BATON_IMAGE_FORMAT_A2B10G10R10_UNORM_PACK32 = 19,
+  BATON_IMAGE_FORMAT_B10G11R11_UFLOAT_PACK32 = 20
+} baton_image_format;
+
+/** "R8G8B8A8_SRGB" and so on, or "unknown". Never null. (baton::imageFormatName) */
+BATON_API const char* baton_image_format_name(baton_image_format format);
+/** Bytes per texel; 0 for UNDEFINED and unknown values. (baton::imageFormatTexelBytes) */
+BATON_API uint32_t baton_image_format_texel_bytes(baton_image_format format);
+
+/** What an image is (baton::ImageInfo). */
+typedef struct baton_image_info {
+  baton_image_format format; /**< its texel format */
+  uint32_t width;            /**< level 0's width in texels */
+  uint32_t height;           /**< level 0's height in texels */
+  uint32_t mip_levels;       /**< levels, >= 1 */
+  uint32_t array_layers;     /**< layers, >= 1 */
+} baton_image_info;
+
+/** One region of an image copy (baton::BufferImageCopy, as VkBufferImageCopy). */
+typedef struct baton_buffer_image_copy {
+  uint64_t buffer_offset;       /**< the first texel in the buffer; a multiple of the texel size */
+  uint32_t buffer_row_length;   /**< texels between row starts in the buffer; 0: width */
+  uint32_t buffer_image_height; /**< rows between layer starts in the buffer; 0: height */
+  uint32_t mip_level;           /**< the level */
+  uint32_t base_array_layer;    /**< the first layer */
+  uint32_t layer_count;         /**< layers, >= 1 */
+  uint32_t x;                   /**< the rectangle's first column */
+  uint32_t y;                   /**< its first row */
+  uint32_t width;               /**< its width in texels, > 0 */
+  uint32_t height;              /**< its height in texels, > 0 */
+} baton_buffer_image_copy;
+/** The whole of level 0, layer 0 of a width x height image: set width and height. */
+#define BATON_BUFFER_IMAGE_COPY_INIT \
+  { 0, 0, 0, 0, 0, 1, 0, 0, 0, 0 }
+
+/** The backend's objects behind an image (baton::NativeImage); owned by the image. */
+typedef struct baton_native_image {
+  baton_backend_kind backend; /**< the backend of the image's device */
+  void* mipmapped_array;      /**< CUDA: the CUmipmappedArray; NULL on the host backend */
+  uint64_t texture_object;    /**< CUDA: a CUtexObject over every level; 0 otherwise */
+} baton_native_image;
+
+/** One mip level's objects (baton::NativeImageLevel); owned by the image. */
+typedef struct baton_native_image_level {
+  uint32_t width;          /**< the level's width in texels */
+  uint32_t height;         /**< the level's height in texels */
+  void* array;             /**< CUDA: the level's CUarray; NULL on the host backend */
+  uint64_t surface_object; /**< CUDA: a CUsurfObject over the level; 0 otherwise */
+  void* host_pointer;      /**< host backend: layer 0's first texel; NULL on GPU backends */
+  uint64_t row_pitch;      /**< host backend: bytes between rows */
+  uint64_t layer_pitch;    /**< host backend: bytes between layers */
+} baton_native_image_level;
+
+/** Destroys the image handle; command buffers recorded with it keep its memory alive until their
+ * pending submissions finish. Returns BATON_SUCCESS, BATON_ERROR_INVALID_HANDLE.
+ * (Image::destroy) */
+BATON_API baton_result baton_image_destroy(baton_image image);
+/** Describes the image into *info (caller-owned). Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_ARGUMENT (null), BATON_ERROR_INVALID_HANDLE. (Image::getInfo) */
+BATON_API baton_result baton_image_get_info(baton_image image, baton_image_info* info);
+/** The backend's objects for the image, into *native (caller-owned). Returns as
+ * baton_image_get_info. (Image::getNative) */
+BATON_API baton_result baton_image_get_native(baton_image image, baton_native_image* native);
+/** The backend's objects for mip level `level`. Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_ARGUMENT (null, a level out of range), BATON_ERROR_INVALID_HANDLE.
+ * (Image::getNativeLevel) */
+BATON_API baton_result baton_image_get_native_level(baton_image image, uint32_t level,
+                                                    baton_native_image_level* native);
+
+/** Records a copy from `src` into the image `dst`, `region_count` regions (regions null only with
+ * a count of 0, which is BATON_ERROR_INVALID_ARGUMENT). Returns what the recording calls return.
+ * (CommandBuffer::copyBufferToImage) */
+BATON_API baton_result baton_command_buffer_copy_buffer_to_image(
+    baton_command_buffer command_buffer, baton_buffer src, baton_image dst,
+    const baton_buffer_image_copy* regions, size_t region_count);
+/** Records a copy from the image `src` into `dst`; as baton_command_buffer_copy_buffer_to_image.
+ * (CommandBuffer::copyImageToBuffer) */
+BATON_API baton_result baton_command_buffer_copy_image_to_buffer(
+    baton_command_buffer command_buffer, baton_image src, baton_buffer dst,
+    const baton_buffer_image_copy* regions, size_t region_count);
 
 /* ---- buffer (baton/buffer.hpp) -------------------------------------------------------------- */
 

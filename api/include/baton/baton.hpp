@@ -8,6 +8,7 @@
 #include "baton/device.hpp"
 #include "baton/export.h"  // BATON_API (each header includes it too)
 #include "baton/fwd.hpp"
+#include "baton/image.hpp"
 #include "baton/instance.hpp"
 #include "baton/physical_device.hpp"
 #include "baton/queue.hpp"

@@ -178,6 +178,7 @@ typedef struct baton_vulkan_interop_info {
   VkDeviceMemory memory;                      /**< buffers */
   baton_vulkan_failure_policy failure_policy; /**< semaphores */
   char reason[512]; /**< why this mode (the text the debug callback received) */
+  VkImage image;    /**< images */
 } baton_vulkan_interop_info;
 
 /** Describes how `semaphore` shares its timeline with Vulkan, into *info (caller-owned; written
@@ -185,6 +186,58 @@ typedef struct baton_vulkan_interop_info {
  * not imported from Vulkan), BATON_ERROR_INVALID_HANDLE. (baton::getVulkanSemaphoreInterop) */
 BATON_API baton_result baton_get_vulkan_semaphore_interop(baton_semaphore semaphore,
                                                           baton_vulkan_interop_info* info);
+
+/* ---- images ---------------------------------------------------------------------------------- */
+
+/** What baton_import_vulkan_image needs (baton::VulkanImageImportInfo): what the image's
+ * VkImageCreateInfo and allocation said, which Vulkan cannot be asked. */
+typedef struct baton_vulkan_image_import_info {
+  baton_vulkan_device vulkan;      /**< the Vulkan device the image was created on */
+  VkImage image;                   /**< borrowed: keep it alive until the baton image is gone */
+  VkDeviceMemory memory;           /**< the memory bound to it; borrowed likewise */
+  VkDeviceSize allocation_size;    /**< VkMemoryAllocateInfo::allocationSize */
+  VkDeviceSize memory_offset;      /**< vkBindImageMemory's memoryOffset */
+  uint32_t memory_type_index;      /**< VkMemoryAllocateInfo::memoryTypeIndex */
+  VkFormat format;                 /**< one of baton_image_format's formats */
+  uint32_t width;                  /**< extent.width, > 0 */
+  uint32_t height;                 /**< extent.height, > 0 */
+  uint32_t mip_levels;             /**< >= 1 */
+  uint32_t array_layers;           /**< >= 1 */
+  VkImageTiling tiling;            /**< LINEAR or OPTIMAL; MAX_ENUM (not stated) is refused */
+  VkImageUsageFlags usage;         /**< VkImageCreateInfo::usage */
+  void* host_pointer;              /**< bridged: the mapping at memory_offset, or NULL */
+  int fd;                          /**< native: an OPAQUE_FD of the memory, or -1 */
+  int dedicated;                   /**< native: nonzero for a dedicated allocation */
+  baton_interop_mode_request mode; /**< which mode the import may use */
+  const char* debug_name;          /**< may be null; copied */
+} baton_vulkan_image_import_info;
+/** The C++ defaults: nothing stated, one level and layer, fd -1, AUTO mode. */
+#define BATON_VULKAN_IMAGE_IMPORT_INFO_INIT                                        \
+  {                                                                                \
+    BATON_VULKAN_DEVICE_INIT, VK_NULL_HANDLE, VK_NULL_HANDLE, 0, 0, UINT32_MAX,    \
+        VK_FORMAT_UNDEFINED, 0, 0, 1, 1, VK_IMAGE_TILING_MAX_ENUM, 0, NULL, -1, 0, \
+        BATON_INTEROP_MODE_REQUEST_AUTO, NULL                                      \
+  }
+
+/** Imports a Vulkan image as a baton image of `device`, sharing its memory (bridged: a LINEAR
+ * image in HOST_VISIBLE | HOST_COHERENT memory, with the host backend; native import is not built
+ * in this version). Ownership: the caller owns *image (baton_image_destroy); the VkImage and its
+ * memory stay the caller's. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT,
+ * BATON_ERROR_NOT_SUPPORTED (the message says why), BATON_ERROR_DRIVER,
+ * BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanImage) */
+BATON_API baton_result baton_import_vulkan_image(baton_device device,
+                                                 const baton_vulkan_image_import_info* info,
+                                                 baton_image* image);
+
+/** Describes how `image` shares Vulkan memory. Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_ARGUMENT (null info; an image not imported from Vulkan),
+ * BATON_ERROR_INVALID_HANDLE. (baton::getVulkanImageInterop) */
+BATON_API baton_result baton_get_vulkan_image_interop(baton_image image,
+                                                      baton_vulkan_interop_info* info);
+
+/** The baton_image_format of a VkFormat, or BATON_IMAGE_FORMAT_UNDEFINED.
+ * (baton::imageFormatFromVulkan) */
+BATON_API baton_image_format baton_image_format_from_vulkan(VkFormat format);
 
 /* ---- memory ---------------------------------------------------------------------------------- */
 

@@ -52,7 +52,9 @@
 #include "baton/communicator.hpp"
 #include "baton/export.h"
 #include "baton/fwd.hpp"
+#include "baton/image.hpp"
 #include "baton/result.hpp"
+#include "baton/span.hpp"
 #include "baton/unique.hpp"
 
 namespace baton {
@@ -173,10 +175,10 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
 
   /// \name Recording calls
   /// Each recording call returns Success, ErrorInvalidState (not between begin and end),
-  /// ErrorInvalidHandle (this or a buffer), ErrorDeviceMismatch (a buffer of another device),
-  /// ErrorInvalidArgument (a range outside a buffer, size 0, null data or callback, or a break of
-  /// the call's own rule below: overlapping copy ranges, an unaligned fill, an update above
-  /// kMaxUpdateSize). A rejected call records nothing; the recording stays usable.
+  /// ErrorInvalidHandle (this, a buffer or an image), ErrorDeviceMismatch (a buffer or an image of
+  /// another device), ErrorInvalidArgument (a range outside a buffer, size 0, null data or
+  /// callback, or a break of the call's own rule below: overlapping copy ranges, an unaligned fill,
+  /// an update above kMaxUpdateSize). A rejected call records nothing; the recording stays usable.
   ///@{
 
   /// Copies `size` bytes; the ranges may be in the same buffer but must not overlap.
@@ -188,6 +190,19 @@ class BATON_API CommandBuffer : public Handle<CommandBuffer> {
   /// Writes `size` (<= kMaxUpdateSize) bytes of `data`, copied now, at offset.
   [[nodiscard]] Result updateBuffer(Buffer dst, uint64_t offset, uint64_t size,
                                     const void* data) const noexcept;
+  /// Copies texels from `src` into `dst` (Image, same device), one BufferImageCopy per region
+  /// (baton/image.hpp says how a region lies in the buffer). Regions are copied in order, so
+  /// where two overlap in the destination the later one's texels stay. No conversion: the buffer
+  /// holds the image's texels as they are.
+  /// Besides the recording calls' results: ErrorInvalidArgument (no regions, a region outside
+  /// the image or the buffer, a bufferOffset that is not a multiple of the texel size, a
+  /// bufferRowLength below `width` or bufferImageHeight below `height`).
+  [[nodiscard]] Result copyBufferToImage(Buffer src, Image dst,
+                                         Span<const BufferImageCopy> regions) const noexcept;
+  /// Copies texels of `src` into `dst`, one BufferImageCopy per region; the reverse of
+  /// copyBufferToImage, with its rules.
+  [[nodiscard]] Result copyImageToBuffer(Image src, Buffer dst,
+                                         Span<const BufferImageCopy> regions) const noexcept;
   /// Records a host callback; see HostCallback.
   [[nodiscard]] Result hostCall(HostCallback callback, void* userData) const noexcept;
   /// Records a host callback with flags (kHostCallInfallible, or 0 as hostCall(callback,

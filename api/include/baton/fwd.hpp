@@ -7,7 +7,7 @@
 #include "baton/export.h"
 
 /// Everything baton's C++ API declares: the handle classes (Instance, PhysicalDevice, Device,
-/// Queue, Semaphore, CommandBuffer, Buffer, Communicator), their create-info and property structs, the free
+/// Queue, Semaphore, CommandBuffer, Buffer, Image, Communicator), their create-info and property structs, the free
 /// functions, Result and the helper templates Span and Unique.
 namespace baton {
 
@@ -18,6 +18,7 @@ class Queue;
 class Semaphore;
 class CommandBuffer;
 class Buffer;
+class Image;
 class Communicator;
 struct SemaphoreValue;
 struct SubmitInfo;

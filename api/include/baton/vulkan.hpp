@@ -75,6 +75,7 @@
 #include "baton/device.hpp"
 #include "baton/export.h"
 #include "baton/fwd.hpp"
+#include "baton/image.hpp"
 #include "baton/instance.hpp"
 #include "baton/physical_device.hpp"
 #include "baton/result.hpp"
@@ -267,7 +268,8 @@ struct VulkanInteropInfo {
   VkSemaphore semaphore = VK_NULL_HANDLE;   ///< semaphores
   VkDeviceMemory memory = VK_NULL_HANDLE;   ///< buffers
   VulkanFailurePolicy failurePolicy = VulkanFailurePolicy::Hold;  ///< semaphores
-  char reason[512] = {};  ///< why this mode (the text the debug callback received)
+  char reason[512] = {};           ///< why this mode (the text the debug callback received)
+  VkImage image = VK_NULL_HANDLE;  ///< images
 };
 
 /// Describes how `semaphore` shares its timeline with Vulkan. A semaphore of
@@ -320,6 +322,75 @@ struct VulkanMemoryImportInfo {
 /// ErrorOutOfHostMemory.
 [[nodiscard]] BATON_API Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
                                                   Buffer* buffer) noexcept;
+
+// ---- images -----------------------------------------------------------------------------------
+
+/// What importVulkanImage needs. Read during the call only (the fd excepted: see fd). Vulkan
+/// cannot be asked how an image was created: state what its VkImageCreateInfo said.
+struct VulkanImageImportInfo {
+  VulkanDevice vulkan;  ///< the Vulkan device the image was created on
+  /// The image and the memory bound to it (vkBindImageMemory). Borrowed: keep both (and the
+  /// VkDevice) alive until the baton image is destroyed and the last baton submission that uses
+  /// it has finished.
+  VkImage image = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize allocationSize = 0;        ///< VkMemoryAllocateInfo::allocationSize
+  VkDeviceSize memoryOffset = 0;          ///< vkBindImageMemory's memoryOffset
+  uint32_t memoryTypeIndex = UINT32_MAX;  ///< VkMemoryAllocateInfo::memoryTypeIndex
+  /// A VkFormat of the table in docs/guide.md ('Vulkan images'): the colour formats of
+  /// ImageFormat. Anything else is ErrorNotSupported, naming the format.
+  VkFormat format = VK_FORMAT_UNDEFINED;
+  uint32_t width = 0;        ///< VkImageCreateInfo::extent.width, > 0
+  uint32_t height = 0;       ///< extent.height, > 0 (a 2D image: extent.depth 1)
+  uint32_t mipLevels = 1;    ///< >= 1, at most the levels the extent has
+  uint32_t arrayLayers = 1;  ///< >= 1
+  /// VK_IMAGE_TILING_LINEAR or VK_IMAGE_TILING_OPTIMAL; the default (MAX_ENUM, "not stated") is
+  /// ErrorInvalidArgument.
+  VkImageTiling tiling = VK_IMAGE_TILING_MAX_ENUM;
+  VkImageUsageFlags usage = 0;  ///< VkImageCreateInfo::usage
+  /// Bridged: the allocation already mapped by you at memoryOffset (vkMapMemory's pointer +
+  /// memoryOffset), or null to let baton map it (as VulkanMemoryImportInfo::hostPointer).
+  void* hostPointer = nullptr;
+  /// Native: an OPAQUE_FD of the memory (vkGetMemoryFdKHR), or -1. Ownership as
+  /// VulkanSemaphoreImportInfo::fd.
+  int fd = -1;
+  /// Native: the allocation is dedicated to the image (VkMemoryDedicatedAllocateInfo).
+  bool dedicated = false;
+  InteropModeRequest mode = InteropModeRequest::Auto;  ///< which mode the import may use
+  const char* debugName = nullptr;                     ///< copied; names the image in messages
+};
+
+/// Imports a Vulkan image as a baton Image of `device`, sharing its memory: command buffers of
+/// the device copy between it and buffers (CommandBuffer::copyBufferToImage, copyImageToBuffer),
+/// native callbacks use its native handles (Image::getNative), in queue order. What each mode
+/// shares:
+///   - **Bridged** (the host backend): a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory,
+///   shared
+///     by mapping; baton reads each level's and layer's layout with vkGetImageSubresourceLayout.
+///     Order baton's copies and Vulkan's use with semaphores; the image must be in
+///     VK_IMAGE_LAYOUT_GENERAL (or PREINITIALIZED before Vulkan first uses it) while baton works on
+///     it, as for any host access to a linear image.
+///   - **Native** (CUDA, mapping the memory as a mipmapped array): not built in this version: the
+///     request is refused with ErrorNotSupported, and so is Auto on a GPU device.
+/// Ownership: the caller owns *image (Image::destroy); the VkImage and its memory stay the
+/// caller's. Thread safe.
+/// Returns Success; ErrorInvalidArgument (null handles or output, a size, level or layer count of
+/// 0 or beyond the extent, tiling not stated, memoryTypeIndex unknown, a range outside the
+/// allocation, an fd that is not open, an unknown mode); ErrorNotSupported (a format outside the
+/// table, an optimal-tiled image or memory that is not HOST_VISIBLE | HOST_COHERENT in bridged
+/// mode, a device that cannot import it: the message says why); ErrorDriver (vkMapMemory failed:
+/// the VkResult is named); ErrorInvalidHandle; ErrorOutOfHostMemory.
+[[nodiscard]] BATON_API Result importVulkanImage(Device device, const VulkanImageImportInfo& info,
+                                                 Image* image) noexcept;
+
+/// Describes how `image` shares Vulkan memory (VulkanInteropInfo::image and memory set). Thread
+/// safe. Returns Success, ErrorInvalidArgument (null output; an image not imported from Vulkan),
+/// ErrorInvalidHandle.
+[[nodiscard]] BATON_API Result getVulkanImageInterop(Image image, VulkanInteropInfo* info) noexcept;
+
+/// The ImageFormat of a VkFormat, or ImageFormat::Undefined when baton has no such format. Thread
+/// safe.
+BATON_API ImageFormat imageFormatFromVulkan(VkFormat format) noexcept;
 
 /// Describes how `buffer` shares Vulkan memory. Thread safe. Returns Success,
 /// ErrorInvalidArgument (null output; a buffer not imported from Vulkan), ErrorInvalidHandle.
