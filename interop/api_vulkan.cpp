@@ -730,6 +730,21 @@ Status bridgedLevels(const VulkanFunctions& fns, const VulkanImageImportInfo& in
   return Status();
 }
 
+// Publishes an imported image's handle.
+Status publishImage(const Ref<core::Device>& dev, const Ref<core::Image>& img,
+                    const std::string& label, const VulkanFunctions& fns, InteropMode mode,
+                    const std::string& reason, Image* image) {
+  uint64_t h = HandleTable::get().insert(img, ObjectType::Image);
+  if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
+  img->handle = h;
+  dev->children.add(h, ObjectType::Image);
+  core::message(dev->instance(), MessageSeverity::Info,
+                format("%s of %s imported into %s in %s mode: %s", label.c_str(), fns.label.c_str(),
+                       dev->label().c_str(), interopModeName(mode), reason.c_str()));
+  *image = Image(h);
+  return Status();
+}
+
 }  // namespace
 
 Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image* image) noexcept {
@@ -758,32 +773,6 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
                    "VkMemoryAllocateInfo::memoryTypeIndex the memory was allocated with",
                    info.memoryTypeIndex, fns.label.c_str(), memProps.memoryTypeCount);
 
-    const bool hostDevice = dev->backend() == BackendKind::Host;
-    // Native: mapping the memory as the backend's image object (a CUDA mipmapped array) is not
-    // built yet; bridged shares a linear image by mapping, which only the host backend's copies
-    // can use.
-    if (info.mode == InteropModeRequest::Native || !hostDevice)
-      return error(Result::ErrorNotSupported,
-                   "%s cannot import a Vulkan image: native image import (the memory mapped as a "
-                   "CUDA mipmapped array) is not built in this version, and bridged images are "
-                   "shared by mapping, which only the host backend's copies use",
-                   dev->label().c_str());
-    if (info.tiling != VK_IMAGE_TILING_LINEAR)
-      return error(Result::ErrorNotSupported,
-                   "bridged image import shares a LINEAR image by mapping; an OPTIMAL image's "
-                   "texel layout is the driver's own and cannot be read through a mapping");
-    const VkMemoryPropertyFlags needed =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    VkMemoryPropertyFlags flags = memProps.memoryTypes[info.memoryTypeIndex].propertyFlags;
-    if ((flags & needed) != needed)
-      return error(Result::ErrorNotSupported,
-                   "bridged image import shares memory by mapping, so it needs a HOST_VISIBLE | "
-                   "HOST_COHERENT memory type; type %u of %s has flags 0x%x",
-                   info.memoryTypeIndex, fns.label.c_str(), flags);
-    if (!fns.getImageSubresourceLayout)
-      return error(Result::ErrorNotSupported, "%s has no vkGetImageSubresourceLayout",
-                   fns.label.c_str());
-
     std::string name = info.debugName && info.debugName[0] ? info.debugName : "vulkan-image";
     std::string label = format("image '%s' (%s %ux%u, %u level(s), %u layer(s))", name.c_str(),
                                imageFormatName(texelFormat), info.width, info.height,
@@ -796,6 +785,103 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
     imageInfo.arrayLayers = info.arrayLayers;
     Ref<core::Image> img = makeRef<core::Image>(dev, imageInfo, label);
 
+    // Native: every reason it is impossible, so that one message tells the whole story.
+    std::vector<std::string> why;
+    bool uuidMismatch = false;
+    const bool hostDevice = dev->backend() == BackendKind::Host;
+    const PhysicalDeviceProperties& props = dev->physical()->properties;
+    if (!dev->impl()->importsImageFd()) {
+      why.push_back(
+          format("%s (the %s backend) cannot map image memory as its own images%s",
+                 dev->label().c_str(), backendName(props.backend),
+                 props.backend == BackendKind::Hip
+                     ? ": HIP (ROCm 5.2) has no call that maps external memory as a mipmapped array"
+                     : ""));
+    } else {
+      if (std::memcmp(props.uuid, fns.deviceUuid, VK_UUID_SIZE) != 0) {
+        uuidMismatch = true;
+        why.push_back(format("baton device %s (UUID %s) is not the Vulkan device %s (UUID %s)",
+                             dev->label().c_str(), interop::uuidText(props.uuid).c_str(),
+                             fns.label.c_str(), interop::uuidText(fns.deviceUuid).c_str()));
+      }
+      if (info.tiling == VK_IMAGE_TILING_LINEAR)
+        why.push_back(
+            "CUDA maps only OPTIMAL images as arrays (cuExternalMemoryGetMappedMipmappedArray "
+            "refused a LINEAR one with CUDA_ERROR_INVALID_VALUE on the H100)");
+      if (info.mipLevels > 1 && info.arrayLayers > 1)
+        why.push_back(
+            "an image with several levels and several layers: CUDA's layered mipmapped array does "
+            "not lay out layers past the first as the NVIDIA Vulkan driver does (measured on the "
+            "H100); import one with one level, or one layer");
+    }
+    if (!fns.hasExternalMemoryFd)
+      why.push_back(format("%s is not supported by the Vulkan device %s",
+                           VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, fns.label.c_str()));
+    else if (info.fd < 0 && !fns.getMemoryFd)
+      why.push_back(format("%s is not enabled on the VkDevice and no fd was given",
+                           VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME));
+    std::string list;
+    for (size_t i = 0; i < why.size(); ++i) list += (i ? "; " : "") + why[i];
+
+    const bool native = info.mode != InteropModeRequest::Bridged && why.empty();
+    if (!native && info.mode == InteropModeRequest::Native)
+      return error(uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
+                   "native image import is impossible: %s", list.c_str());
+    if (!native && !hostDevice)
+      return error(uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
+                   "%s cannot import this Vulkan image: native import is impossible (%s), and "
+                   "bridged images are shared by mapping, which only the host backend's copies "
+                   "use",
+                   dev->label().c_str(), list.c_str());
+
+    if (native) {
+      int fd = info.fd;
+      if (fd < 0) {
+        auto get =
+            interop::vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
+        get.memory = info.memory;
+        get.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+        VkResult r = fns.getMemoryFd(info.vulkan.device, &get, &fd);
+        if (r != VK_SUCCESS) return interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
+      }
+      core::ImageFdImport in;
+      in.fd = fd;
+      in.allocationSize = info.allocationSize;
+      in.offset = info.memoryOffset;
+      in.dedicated = info.dedicated;
+      in.colorAttachment = (info.usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0;
+      Status imported = dev->impl()->importImageFd(in, *img);
+      if (!imported.ok()) {
+        if (info.fd < 0) close(fd);
+        return imported.context("importing " + label + " into " + dev->label());
+      }
+      const std::string reason =
+          "the memory is mapped as the device's own image (a CUDA mipmapped array)";
+      Ref<Object> driverObjects = std::move(img->memory);
+      img->memory =
+          makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory, false, InteropMode::Native,
+                                  reason, std::move(driverObjects), info.image);
+      return publishImage(dev, img, label, fns, InteropMode::Native, reason, image);
+    }
+
+    // Bridged: a LINEAR image in host-visible, coherent memory, mapped.
+    if (info.tiling != VK_IMAGE_TILING_LINEAR)
+      return error(Result::ErrorNotSupported,
+                   "bridged image import shares a LINEAR image by mapping; an OPTIMAL image's "
+                   "texel layout is the driver's own and cannot be read through a mapping (native "
+                   "import is impossible: %s)",
+                   list.c_str());
+    const VkMemoryPropertyFlags needed =
+        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    VkMemoryPropertyFlags flags = memProps.memoryTypes[info.memoryTypeIndex].propertyFlags;
+    if ((flags & needed) != needed)
+      return error(Result::ErrorNotSupported,
+                   "bridged image import shares memory by mapping, so it needs a HOST_VISIBLE | "
+                   "HOST_COHERENT memory type; type %u of %s has flags 0x%x",
+                   info.memoryTypeIndex, fns.label.c_str(), flags);
+    if (!fns.getImageSubresourceLayout)
+      return error(Result::ErrorNotSupported, "%s has no vkGetImageSubresourceLayout",
+                   fns.label.c_str());
     void* host = info.hostPointer;
     bool mapped = false;
     if (!host) {
@@ -809,23 +895,18 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
       mapped = true;
     }
     const std::string reason =
-        "a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory, shared by "
-        "mapping with the host backend";
+        info.mode == InteropModeRequest::Bridged
+            ? "bridged mode was requested: a LINEAR image in HOST_VISIBLE | HOST_COHERENT "
+              "memory, shared by mapping with the host backend"
+            : "a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory, shared by mapping with the "
+              "host backend (native import is impossible: " +
+                  list + ")";
     // From here on the mapping is the import's: released with the image's last reference.
     img->memory = makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory, mapped,
                                           InteropMode::Bridged, reason, Ref<Object>(), info.image);
     BATON_TRY(bridgedLevels(fns, info, static_cast<uint8_t*>(host), *img));
-
-    uint64_t h = HandleTable::get().insert(img, ObjectType::Image);
-    if (!h) return Status(Result::ErrorOutOfHostMemory, "handle table is full");
-    img->handle = h;
-    dev->children.add(h, ObjectType::Image);
     if (info.fd >= 0) close(info.fd);  // bridged mode has no use for it
-    core::message(dev->instance(), MessageSeverity::Info,
-                  format("%s of %s imported into %s in bridged mode: %s", label.c_str(),
-                         fns.label.c_str(), dev->label().c_str(), reason.c_str()));
-    *image = Image(h);
-    return Status();
+    return publishImage(dev, img, label, fns, InteropMode::Bridged, reason, image);
   });
 }
 

@@ -40,6 +40,7 @@ namespace baton::core {
 class Device;
 class Queue;
 class Buffer;
+class Image;
 class CommandList;
 class SharedMemory;   // shared_buffer.hpp
 struct SharedImport;  // shared_buffer.hpp
@@ -273,6 +274,16 @@ struct MemoryFdImport {
   bool dedicated = false;  // a dedicated allocation (the driver must be told)
 };
 
+// What DeviceImpl::importImageFd maps: memory exported as OPAQUE_FD holding an image of `info`
+// (an optimal-tiled Vulkan image) whose first level starts at `offset`.
+struct ImageFdImport {
+  int fd = -1;                  // taken by the backend on success only
+  uint64_t allocationSize = 0;  // the whole exported allocation
+  uint64_t offset = 0;
+  bool dedicated = false;        // a dedicated allocation (the driver must be told)
+  bool colorAttachment = false;  // the other API renders to it (the driver must be told)
+};
+
 // Collectives (baton/communicator.hpp): what a backend's collective engine needs to make one
 // rank of a communicator group.
 struct CommunicatorSetup {
@@ -409,6 +420,17 @@ class DeviceImpl {
                                 Ref<Object>* keep) {
     (void)import, (void)allocation, (void)keep;
     return Status(Result::ErrorNotSupported, "this backend imports no external memory");
+  }
+
+  // Images (baton/image.hpp, importVulkanImage's native mode). Whether this device maps
+  // exported image memory as its own image objects; importImageFd makes them for `image` (whose
+  // info and label are set): image.levels (one per mip level, with the driver's array and
+  // surface), image.mipmappedArray, image.texture, and image.memory, which owns them all and the
+  // import. ErrorNotSupported where the backend or driver cannot (the message says why).
+  virtual bool importsImageFd() const { return false; }
+  virtual Status importImageFd(const ImageFdImport& import, Image& image) {
+    (void)import, (void)image;
+    return Status(Result::ErrorNotSupported, "this backend imports no images");
   }
 
   // Collectives: this device's rank of a communicator group. Blocks until the group is

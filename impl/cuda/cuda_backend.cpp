@@ -202,6 +202,185 @@ Status waitExternal(void* semaphore, uint64_t value, void* stream) {
   return BATON_CU_STATUS(cuWaitExternalSemaphoresAsync, &s, &params, 1u,
                          static_cast<CUstream>(stream));
 }
+// Images: how each ImageFormat is laid out as a CUDA array, and how its texture reads it.
+struct ArrayFormat {
+  CUarray_format format;
+  unsigned channels;
+  enum Read { Normalized, Float, Integer, None } read;  // None: CUDA cannot sample it
+};
+bool arrayFormat(ImageFormat f, ArrayFormat* out) {
+  switch (f) {
+    case ImageFormat::R8Unorm:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT8, 1, ArrayFormat::Normalized};
+      return true;
+    case ImageFormat::R8G8Unorm:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT8, 2, ArrayFormat::Normalized};
+      return true;
+    case ImageFormat::R8G8B8A8Unorm:
+    case ImageFormat::R8G8B8A8Srgb:
+    case ImageFormat::B8G8R8A8Unorm:
+    case ImageFormat::B8G8R8A8Srgb:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT8, 4, ArrayFormat::Normalized};
+      return true;
+    case ImageFormat::R8G8B8A8Uint:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT8, 4, ArrayFormat::Integer};
+      return true;
+    case ImageFormat::R8G8B8A8Snorm:
+      *out = {CU_AD_FORMAT_SIGNED_INT8, 4, ArrayFormat::Normalized};
+      return true;
+    case ImageFormat::R16Sfloat: *out = {CU_AD_FORMAT_HALF, 1, ArrayFormat::Float}; return true;
+    case ImageFormat::R16G16Sfloat: *out = {CU_AD_FORMAT_HALF, 2, ArrayFormat::Float}; return true;
+    case ImageFormat::R16G16B16A16Sfloat:
+      *out = {CU_AD_FORMAT_HALF, 4, ArrayFormat::Float};
+      return true;
+    case ImageFormat::R16G16B16A16Unorm:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT16, 4, ArrayFormat::Normalized};
+      return true;
+    case ImageFormat::R16G16B16A16Uint:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT16, 4, ArrayFormat::Integer};
+      return true;
+    case ImageFormat::R32Sfloat: *out = {CU_AD_FORMAT_FLOAT, 1, ArrayFormat::Float}; return true;
+    case ImageFormat::R32Uint:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT32, 1, ArrayFormat::Integer};
+      return true;
+    case ImageFormat::R32G32Sfloat: *out = {CU_AD_FORMAT_FLOAT, 2, ArrayFormat::Float}; return true;
+    case ImageFormat::R32G32B32A32Sfloat:
+      *out = {CU_AD_FORMAT_FLOAT, 4, ArrayFormat::Float};
+      return true;
+    case ImageFormat::R32G32B32A32Uint:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT32, 4, ArrayFormat::Integer};
+      return true;
+    // Packed formats: one 32-bit word per texel, which CUDA cannot decode when sampling.
+    case ImageFormat::A2B10G10R10UnormPack32:
+    case ImageFormat::B10G11R11UfloatPack32:
+      *out = {CU_AD_FORMAT_UNSIGNED_INT32, 1, ArrayFormat::None};
+      return true;
+    case ImageFormat::Undefined: break;
+  }
+  return false;
+}
+
+void releaseImage(stream::ImageObjects& o) {
+  if (o.texture) (void)BATON_CU(cuTexObjectDestroy, static_cast<CUtexObject>(o.texture));
+  for (uint64_t surface : o.surfaces)
+    if (surface) (void)BATON_CU(cuSurfObjectDestroy, static_cast<CUsurfObject>(surface));
+  if (o.mipmap) (void)BATON_CU(cuMipmappedArrayDestroy, static_cast<CUmipmappedArray>(o.mipmap));
+  if (o.memory) (void)BATON_CU(cuDestroyExternalMemory, static_cast<CUexternalMemory>(o.memory));
+  o = stream::ImageObjects();
+}
+
+// The memory imported, mapped as a mipmapped array (layered with layers; surface load/store so
+// that kernels may write it), its levels, a surface per level and a texture over all of them.
+Status importImage(const stream::ImageImport& in, stream::ImageObjects* out) {
+  ArrayFormat af{};
+  if (!arrayFormat(in.format, &af))
+    return Status(Result::ErrorNotSupported, "no CUDA array format for this image format");
+  stream::ImageObjects o;
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = in.fd;
+  desc.size = in.allocationSize;
+  desc.flags = in.dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
+  CUexternalMemory memory = nullptr;
+  CUresult r = BATON_CU(cuImportExternalMemory, &memory, &desc);
+  if (r != CUDA_SUCCESS) {
+    Status st = toStatus(r, "cuImportExternalMemory");
+    // A descriptor that is not an allocation's: CUDA_ERROR_UNKNOWN on the H100 (driver 580).
+    if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE)
+      return Status(Result::ErrorInvalidArgument,
+                    st.message() +
+                        ": the descriptor is not an OPAQUE_FD of memory this device "
+                        "can import");
+    return st;
+  }
+  o.memory = memory;  // the driver owns the fd from here on
+  CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC m{};
+  m.offset = in.offset;
+  m.arrayDesc.Width = in.width;
+  m.arrayDesc.Height = in.height;
+  m.arrayDesc.Depth = in.layers > 1 ? in.layers : 0;
+  m.arrayDesc.Format = af.format;
+  m.arrayDesc.NumChannels = af.channels;
+  m.arrayDesc.Flags = (in.layers > 1 ? CUDA_ARRAY3D_LAYERED : 0) | CUDA_ARRAY3D_SURFACE_LDST |
+                      (in.colorAttachment ? CUDA_ARRAY3D_COLOR_ATTACHMENT : 0);
+  m.numLevels = in.levels;
+  CUmipmappedArray mipmap = nullptr;
+  Status st = BATON_CU_STATUS(cuExternalMemoryGetMappedMipmappedArray, &mipmap, memory, &m);
+  o.mipmap = mipmap;
+  for (uint32_t level = 0; st.ok() && level < in.levels; ++level) {
+    CUarray array = nullptr;
+    st = BATON_CU_STATUS(cuMipmappedArrayGetLevel, &array, mipmap, level);
+    if (!st.ok()) break;
+    o.arrays.push_back(array);
+    CUDA_RESOURCE_DESC rd{};
+    rd.resType = CU_RESOURCE_TYPE_ARRAY;
+    rd.res.array.hArray = array;
+    CUsurfObject surface = 0;
+    st = BATON_CU_STATUS(cuSurfObjectCreate, &surface, &rd);
+    o.surfaces.push_back(surface);
+  }
+  if (st.ok() && af.read != ArrayFormat::None) {
+    CUDA_RESOURCE_DESC rd{};
+    rd.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY;
+    rd.res.mipmap.hMipmappedArray = mipmap;
+    CUDA_TEXTURE_DESC td{};
+    for (CUaddress_mode& a : td.addressMode) a = CU_TR_ADDRESS_MODE_CLAMP;
+    const bool filtered = af.read != ArrayFormat::Integer;
+    td.filterMode = filtered ? CU_TR_FILTER_MODE_LINEAR : CU_TR_FILTER_MODE_POINT;
+    td.mipmapFilterMode = td.filterMode;
+    td.maxMipmapLevelClamp = static_cast<float>(in.levels - 1);
+    td.flags = CU_TRSF_NORMALIZED_COORDINATES |
+               (af.read == ArrayFormat::Integer ? CU_TRSF_READ_AS_INTEGER : 0) |
+               (in.format == ImageFormat::R8G8B8A8Srgb || in.format == ImageFormat::B8G8R8A8Srgb
+                    ? CU_TRSF_SRGB
+                    : 0);
+    CUtexObject texture = 0;
+    st = BATON_CU_STATUS(cuTexObjectCreate, &texture, &rd, &td, nullptr);
+    o.texture = texture;
+  }
+  if (!st.ok()) {
+    releaseImage(o);
+    return st;
+  }
+  *out = std::move(o);
+  return Status();
+}
+
+void fillImageCopy(const stream::ImageCopy& c, CUDA_MEMCPY3D* p) {
+  CUDA_MEMCPY3D m{};
+  if (c.toImage) {
+    m.srcMemoryType = CU_MEMORYTYPE_UNIFIED;  // device or page-locked host: the driver infers it
+    m.srcDevice = ptr(c.buffer);
+    m.srcPitch = static_cast<size_t>(c.bufferPitch);
+    m.srcHeight = static_cast<size_t>(c.bufferRows);
+    m.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+    m.dstArray = static_cast<CUarray>(c.array);
+    m.dstXInBytes = static_cast<size_t>(c.xBytes);
+    m.dstY = c.y;
+    m.dstZ = c.z;
+  } else {
+    m.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    m.srcArray = static_cast<CUarray>(c.array);
+    m.srcXInBytes = static_cast<size_t>(c.xBytes);
+    m.srcY = c.y;
+    m.srcZ = c.z;
+    m.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    m.dstDevice = ptr(c.buffer);
+    m.dstPitch = static_cast<size_t>(c.bufferPitch);
+    m.dstHeight = static_cast<size_t>(c.bufferRows);
+  }
+  m.WidthInBytes = static_cast<size_t>(c.widthBytes);
+  m.Height = c.height;
+  m.Depth = c.depth;
+  *p = m;
+}
+
+Status memcpyImageAsync(const stream::ImageCopy& c, void* stream) {
+  CUDA_MEMCPY3D p;
+  fillImageCopy(c, &p);
+  return BATON_CU_STATUS(cuMemcpy3DAsync, &p, static_cast<CUstream>(stream));
+}
+
 Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
   CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
   desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
@@ -325,6 +504,17 @@ Status graphCreate(void** graph) {
 Status graphDestroy(void* graph) {
   return BATON_CU_STATUS(cuGraphDestroy, static_cast<CUgraph>(graph));
 }
+Status graphAddMemcpyImage(void* graph, void* dep, const stream::ImageCopy& copy, void* context,
+                           void** node) {
+  CUDA_MEMCPY3D p;
+  fillImageCopy(copy, &p);
+  CUgraphNode n = nullptr;
+  Status st = BATON_CU_STATUS(cuGraphAddMemcpyNode, &n, static_cast<CUgraph>(graph), depOf(dep),
+                              depCount(dep), &p, static_cast<CUcontext>(context));
+  *node = n;
+  return st;
+}
+
 Status graphAddMemcpy(void* graph, void* dep, uint64_t dst, uint64_t src, uint64_t size,
                       void* context, void** node) {
   CUDA_MEMCPY3D p{};
@@ -494,6 +684,15 @@ stream::DriverTable makeTable() {
     t.graphLaunch = graphLaunch;
     t.streamBeginCapture = streamBeginCapture;
     t.streamEndCapture = streamEndCapture;
+  }
+  if (s.cuImportExternalMemory && s.cuDestroyExternalMemory &&
+      s.cuExternalMemoryGetMappedMipmappedArray && s.cuMipmappedArrayGetLevel &&
+      s.cuMipmappedArrayDestroy && s.cuSurfObjectCreate && s.cuSurfObjectDestroy &&
+      s.cuTexObjectCreate && s.cuTexObjectDestroy && s.cuMemcpy3DAsync) {
+    t.importImage = importImage;
+    t.releaseImage = releaseImage;
+    t.memcpyImageAsync = memcpyImageAsync;
+    if (t.graphCreate) t.graphAddMemcpyImage = graphAddMemcpyImage;
   }
   if (s.cuImportExternalSemaphore && s.cuDestroyExternalSemaphore &&
       s.cuSignalExternalSemaphoresAsync && s.cuWaitExternalSemaphoresAsync) {

@@ -56,7 +56,10 @@
   X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)                          \
   X(cuMemExportToShareableHandle) X(cuMemImportFromShareableHandle)                        \
   X(cuMemGetAllocationPropertiesFromHandle) X(cuMemAddressReserve) X(cuMemAddressFree)     \
-  X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)
+  X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)                                             \
+  X(cuExternalMemoryGetMappedMipmappedArray) X(cuMipmappedArrayGetLevel)                   \
+  X(cuMipmappedArrayDestroy) X(cuSurfObjectCreate) X(cuSurfObjectDestroy)                  \
+  X(cuTexObjectCreate) X(cuTexObjectDestroy) X(cuMemcpy3DAsync)
 // clang-format on
 
 namespace baton::cuda {

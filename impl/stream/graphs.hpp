@@ -56,6 +56,7 @@
 #include "collectives.hpp"
 #include "device_shared.hpp"
 #include "host_calls.hpp"
+#include "image_copies.hpp"
 #include "objects.hpp"
 #include "stream_counters.hpp"
 #include "stream_driver.hpp"
@@ -320,8 +321,13 @@ class GraphBuilder {
       case core::Command::Kind::Collective: break;  // segments of their own (buildCapturedSegment)
       case core::Command::Kind::CopyBufferToImage:
       case core::Command::Kind::CopyImageToBuffer:
-        // No image reaches a stream device yet: importVulkanImage refuses them.
-        return Status(Result::ErrorNotSupported, "image copies are not built for this backend yet");
+        // One node per region, each behind the one before.
+        BATON_TRY(forEachImageCopy(c, [&](const ImageCopy& copy) {
+          if (node) *dep = node;
+          seg.shape += 'i';
+          return d_.graphAddMemcpyImage(graph, *dep, copy, context, &node);
+        }));
+        break;
     }
     *dep = node;
     return Status();

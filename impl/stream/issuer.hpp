@@ -405,9 +405,10 @@ class Issuer {
       switch (c.kind) {
         case core::Command::Kind::CopyBufferToImage:
         case core::Command::Kind::CopyImageToBuffer:
-          // No image reaches a stream device yet: importVulkanImage refuses them.
-          return Status(Result::ErrorNotSupported,
-                        q_.label + ": image copies are not built for this backend yet");
+          BATON_TRY(forEachImageCopy(c, [&](const ImageCopy& copy) {
+            return driverCall([&] { return d_.memcpyImageAsync(copy, q_.stream); });
+          }));
+          break;
         case core::Command::Kind::Copy:
           BATON_TRY(driverCall([&] {
             return d_.memcpyAsync(c.dst->allocation.deviceAddress + c.dstOffset,

@@ -171,6 +171,45 @@ class StreamDevice final : public core::DeviceImpl {
     return Status();
   }
 
+  bool importsImageFd() const override { return shared_->driver.importImage != nullptr; }
+
+  Status importImageFd(const core::ImageFdImport& in, core::Image& image) override {
+    const DriverTable& d = shared_->driver;
+    if (!d.importImage)
+      return Status(Result::ErrorNotSupported,
+                    core::format("the %s driver cannot map image memory as arrays", d.name));
+    ContextScope context(d, shared_->config.context);
+    BATON_TRY(context.status());
+    ImageImport import;
+    import.fd = in.fd;
+    import.allocationSize = in.allocationSize;
+    import.offset = in.offset;
+    import.dedicated = in.dedicated;
+    import.colorAttachment = in.colorAttachment;
+    import.format = image.info.format;
+    import.width = image.info.width;
+    import.height = image.info.height;
+    import.levels = image.info.mipLevels;
+    import.layers = image.info.arrayLayers;
+    ImageObjects objects;
+    BATON_TRY(d.importImage(import, &objects));
+    // The fd is the driver's now; from here on the image's memory releases everything.
+    auto owner = Ref<StreamImage>::adopt(new StreamImage(shared_, std::move(objects)));
+    const ImageObjects& o = owner->objects();
+    for (uint32_t level = 0; level < image.info.mipLevels; ++level) {
+      core::Image::Level l;
+      l.width = std::max(1u, image.info.width >> level);
+      l.height = std::max(1u, image.info.height >> level);
+      l.array = o.arrays[level];
+      l.surface = o.surfaces[level];
+      image.levels.push_back(l);
+    }
+    image.mipmappedArray = o.mipmap;
+    image.texture = o.texture;
+    image.memory = std::move(owner);
+    return Status();
+  }
+
   Status importMemoryFd(const core::MemoryFdImport& in, core::Allocation* out,
                         Ref<core::Object>* keep) override {
     const DriverTable& d = shared_->driver;

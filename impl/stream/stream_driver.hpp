@@ -16,8 +16,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "baton/fwd.hpp"
+#include "baton/image.hpp"
 #include "baton/instance.hpp"
 #include "report.hpp"
 #include "status.hpp"
@@ -27,6 +29,38 @@ namespace baton::stream {
 using core::Status;
 
 using HostFunction = void (*)(void* userData);
+
+// An image to map (DriverTable::importImage): memory exported as OPAQUE_FD and what lies in it.
+struct ImageImport {
+  int fd = -1;
+  uint64_t allocationSize = 0;
+  uint64_t offset = 0;  // where level 0 starts
+  bool dedicated = false;
+  bool colorAttachment = false;
+  ImageFormat format = ImageFormat::Undefined;
+  uint32_t width = 0, height = 0, levels = 1, layers = 1;
+};
+// What DriverTable::importImage made; released by releaseImage.
+struct ImageObjects {
+  void* memory = nullptr;          // the imported memory (CUexternalMemory)
+  void* mipmap = nullptr;          // CUmipmappedArray
+  std::vector<void*> arrays;       // per level: CUarray (owned by the mipmapped array)
+  std::vector<uint64_t> surfaces;  // per level: CUsurfObject
+  uint64_t texture = 0;            // CUtexObject, or 0
+};
+// One region copied between device memory and one level's array (a CUDA_MEMCPY3D): `depth`
+// layers of `height` rows of `widthBytes`, at byte column xBytes, row y and layer z of the
+// array, and at `buffer` with rows `bufferPitch` bytes apart and layers `bufferRows` rows apart.
+struct ImageCopy {
+  bool toImage = false;
+  uint64_t buffer = 0;  // a device address
+  uint64_t bufferPitch = 0, bufferRows = 0;
+  void* array = nullptr;
+  uint64_t xBytes = 0;
+  uint32_t y = 0, z = 0;
+  uint64_t widthBytes = 0;
+  uint32_t height = 0, depth = 0;
+};
 
 struct DriverTable {
   BackendKind kind;
@@ -146,6 +180,18 @@ struct DriverTable {
   Status (*ipcGetHandle)(uint64_t address, uint8_t* handle);
   Status (*ipcOpenHandle)(const uint8_t* handle, uint64_t* address);
   Status (*ipcCloseHandle)(uint64_t address);
+
+  // Images (importVulkanImage's native mode; null where the driver cannot map image memory as
+  // arrays: HIP 5.2 has no such call). importImage imports the memory and maps it as a
+  // mipmapped array with its levels, a surface per level and a texture over all (see
+  // baton/image.hpp, NativeImage); on failure nothing is left and the fd is the caller's.
+  // releaseImage destroys what importImage made. memcpyImageAsync / graphAddMemcpyImage copy
+  // between device memory and a level's array.
+  Status (*importImage)(const ImageImport& in, ImageObjects* out);
+  void (*releaseImage)(ImageObjects& objects);
+  Status (*memcpyImageAsync)(const ImageCopy& copy, void* stream);
+  Status (*graphAddMemcpyImage)(void* graph, void* dep, const ImageCopy& copy, void* context,
+                                void** node);
 };
 
 // Ends a capture of `stream` (d.streamEndCapture). A failed end may leave the stream capturing,

@@ -180,5 +180,23 @@ class StreamExternalMemory final : public core::Object {
   uint64_t address_ = 0;
 };
 
+// What an image of this device is made of (DriverTable::importImage): released with the core
+// Image's last reference (command lists that copy it hold it), in the device's context.
+class StreamImage final : public core::Object {
+ public:
+  StreamImage(std::shared_ptr<DeviceShared> shared, ImageObjects objects)
+      : shared_(std::move(shared)), objects_(std::move(objects)) {}
+  ~StreamImage() override {
+    ContextScope scope(shared_->driver, shared_->config.context, ContextScope::kRelease,
+                       "releasing an imported image");
+    shared_->driver.releaseImage(objects_);
+  }
+  const ImageObjects& objects() const noexcept { return objects_; }
+
+ private:
+  std::shared_ptr<DeviceShared> shared_;
+  ImageObjects objects_;
+};
+
 }  // namespace
 }  // namespace baton::stream

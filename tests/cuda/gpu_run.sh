@@ -7,7 +7,7 @@
 # (see shared/device/README.md). From the project root:
 #   bash .device/setup-on-device.sh && bash tests/cuda/gpu_run.sh [steps...]
 # Steps (default: all but imageprobe, soak, soakwait, full, onerank and collectives): build info tests lost
-# conformance hip hiplost hipconf shared graph cross interop vkfd imageprobe demo sanitizer soak soakwait bench hipbench
+# conformance hip hiplost hipconf shared graph cross interop vkfd images imageprobe demo sanitizer soak soakwait bench hipbench
 # framebench ibench full onerank collectives multiprocess collbench collprofile (the last four: two
 # GPUs or more)
 # The machine has no HIP headers: the build unpacks Debian's libamdhip64-dev from .device/extra
@@ -20,7 +20,7 @@ status=0
 OUT=${OUT:-/tmp/out}
 B=${BUILD:-/tmp/b}
 mkdir -p "$OUT"
-steps=${*:-build info tests lost conformance hip hiplost hipconf shared graph cross interop vkfd demo sanitizer bench hipbench framebench ibench}
+steps=${*:-build info tests lost conformance hip hiplost hipconf shared graph cross interop vkfd images demo sanitizer bench hipbench framebench ibench}
 # The HIP backend on the H100: its hip* entry points implemented over the CUDA driver API.
 HIP_OVER_CUDA="$B/tests/hip/driver/libbaton_hip_over_cuda.so"
 # The NVIDIA Vulkan device (any of its GPUs' names), not a CPU implementation; a name that matches
@@ -306,6 +306,18 @@ if has vkfd; then
   echo "vkfd rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) " "$OUT/vkfd.log" | head -40
   grep -B2 -A12 "Failure$" "$OUT/vkfd.log" | head -60
   grep -m3 "cannot export\|cannot import" "$OUT/vkfd.log" | cut -c1-300
+fi
+# Vulkan images: imported into CUDA as mipmapped arrays (every format, levels, layers, graphs,
+# wait-before-signal, refusals, 1,000 cycles), and the host backend's linear images, under the
+# validation layer.
+if has images; then
+  log vulkan images
+  timeout 300 stdbuf -oL "${VALIDATE[@]}" "$B/tests/interop/baton-native-image-tests" > "$OUT/images.log" 2>&1
+  echo "native images rc=$?"; grep -E "^\[ +(OK|FAILED|SKIPPED) +\]|^\[  (FAILED|PASSED|SKIPPED) |round-tripped" "$OUT/images.log" | head -20
+  grep -B2 -A12 "Failure$" "$OUT/images.log" | head -60
+  validation_summary "$OUT/images.log"
+  timeout 300 stdbuf -oL "${VALIDATE[@]}" "$B/tests/interop/baton-image-tests" >> "$OUT/images.log" 2>&1
+  echo "host images rc=$?"; grep -E "^\[  (FAILED|PASSED|SKIPPED) |round-tripped|^(cuda|hip):" "$OUT/images.log" | tail -6
 fi
 # The Vulkan image import probe (tests/interop/image_probe.cpp): not a test, a record of what the
 # driver does with imported images; built here against the machine's libcuda.

@@ -451,7 +451,7 @@ TEST_F(ImageTest, BadInputGetsClearResults) {
   refused(info, Result::ErrorInvalidArgument, "memoryTypeIndex");
   info = importInfo(li);
   info.mode = InteropModeRequest::Native;
-  refused(info, Result::ErrorNotSupported, "not built");
+  refused(info, Result::ErrorNotSupported, "native image import is impossible");
   EXPECT_EQ(importVulkanImage(*device_, importInfo(li), nullptr), Result::ErrorInvalidArgument);
   EXPECT_EQ(importVulkanImage(Device(), importInfo(li), image.put()), Result::ErrorInvalidHandle);
   // After the refusals the memory is not left mapped: the import that works maps it.
@@ -499,6 +499,40 @@ TEST_F(ImageTest, BadInputGetsClearResults) {
   EXPECT_EQ(cb->copyBufferToImage(*buffer, gone, r), Result::ErrorInvalidHandle);
   EXPECT_EQ(gone.getInfo(nullptr), Result::ErrorInvalidHandle);
   ASSERT_OK(cb->end());
+}
+
+TEST_F(ImageTest, GpuDevicesThatCannotImportSayWhy) {
+  // Every GPU device present (in CI the fake driver's CUDA and HIP devices: registration
+  // interop-image-fake-gpus): a LINEAR image of the host's Vulkan device is refused with the
+  // reasons native import is impossible there, and the one bridged import would need.
+  LinearImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 8, 8);
+  ASSERT_TRUE(li.image);
+  UniqueInstance all;
+  ASSERT_OK(createInstance(sink_.instanceInfo(kAllBackends), all.put()));
+  uint32_t count = 0;
+  ASSERT_OK(all->enumeratePhysicalDevices(&count, nullptr));
+  std::vector<PhysicalDevice> physicals(count);
+  ASSERT_OK(all->enumeratePhysicalDevices(&count, physicals.data()));
+  int gpus = 0;
+  for (PhysicalDevice p : physicals) {
+    PhysicalDeviceProperties props;
+    ASSERT_OK(p.getProperties(&props));
+    if (props.backend == BackendKind::Host) continue;
+    ++gpus;
+    UniqueDevice gpu;
+    ASSERT_OK(all->createDevice(p, DeviceCreateInfo(), gpu.put()));
+    UniqueImage image;
+    Result r = importVulkanImage(*gpu, importInfo(li), image.put());
+    EXPECT_TRUE(r == Result::ErrorNotSupported || r == Result::ErrorDeviceMismatch)
+        << resultName(r);
+    std::string text = lastError();
+    EXPECT_TRUE(containsText(text, "native import is impossible")) << text;
+    if (props.backend == BackendKind::Hip) {
+      EXPECT_TRUE(containsText(text, "ROCm 5.2")) << text;
+    }
+    std::printf("%s: %s\n", backendName(props.backend), text.c_str());
+  }
+  if (gpus == 0) GTEST_SKIP() << "no GPU device in this instance";
 }
 
 TEST_F(ImageTest, ImportAndDestroy1000TimesLeavesNothingBehind) {
