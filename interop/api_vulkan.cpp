@@ -16,6 +16,7 @@
 //   - memory: the fd is imported and [offset, offset + size) mapped into the device's address
 //     space; the buffer's import object releases both.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -54,6 +55,42 @@ Status checkFd(int fd, const char* field) {
                  fd, std::strerror(errno));
   return Status();
 }
+
+// A descriptor handed to a driver import. The driver keeps what it imports, and the NVIDIA
+// driver also closed a descriptor it refused (a pipe's memory import, on the H100): so the driver
+// gets a duplicate, and the caller's descriptor is untouched when the import fails. After a
+// failure the duplicate is closed unless the driver closed it already, which is checked by
+// identity (device and inode), so that a number another thread reused meanwhile is never closed.
+class DriverFd {
+ public:
+  explicit DriverFd(int original) {
+    struct stat st {};
+    if (fstat(original, &st) != 0) return;
+    dev_ = st.st_dev;
+    ino_ = st.st_ino;
+    dup_ = fcntl(original, F_DUPFD_CLOEXEC, 0);
+  }
+  ~DriverFd() {
+    struct stat st {};
+    if (dup_ >= 0 && fstat(dup_, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_) close(dup_);
+  }
+  DriverFd(const DriverFd&) = delete;
+  DriverFd& operator=(const DriverFd&) = delete;
+  // Success: the duplicate, or ErrorOutOfHostMemory when none could be made.
+  Status status() const {
+    return dup_ >= 0 ? Status()
+                     : error(Result::ErrorOutOfHostMemory, "duplicating a descriptor: %s",
+                             std::strerror(errno));
+  }
+  int get() const noexcept { return dup_; }
+  // The import succeeded: the duplicate is the driver's.
+  void taken() noexcept { dup_ = -1; }
+
+ private:
+  int dup_ = -1;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
 
 bool validRequest(InteropModeRequest r) {
   return r == InteropModeRequest::Auto || r == InteropModeRequest::Native ||
@@ -190,11 +227,15 @@ Status importTimeline(const VulkanFunctions& fns, const VulkanSemaphoreImportInf
     VkResult r = fns.getSemaphoreFd(info.vulkan.device, &get, &fd);
     if (r != VK_SUCCESS) return interop::vkFailure("vkGetSemaphoreFdKHR (OPAQUE_FD)", r);
   }
-  Status st = device.impl()->importTimelineFd(fd, device.handle, out);
+  DriverFd given(fd);
+  Status st = given.status();
+  if (st.ok()) st = device.impl()->importTimelineFd(given.get(), device.handle, out);
   if (!st.ok()) {
     if (info.fd < 0) close(fd);
     return st.context("importing the timeline semaphore into " + device.label());
   }
+  given.taken();
+  close(fd);  // the driver has the duplicate
   *fdTaken = info.fd >= 0;
   return Status();
 }
@@ -213,17 +254,21 @@ Status importMemoryNative(const VulkanFunctions& fns, const VulkanMemoryImportIn
     VkResult r = fns.getMemoryFd(info.vulkan.device, &get, &fd);
     if (r != VK_SUCCESS) return interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
   }
+  DriverFd given(fd);
   core::MemoryFdImport import;
-  import.fd = fd;
+  import.fd = given.get();
   import.allocationSize = info.allocationSize;
   import.offset = info.offset;
   import.size = info.size;
   import.dedicated = info.dedicated;
-  Status st = device.impl()->importMemoryFd(import, allocation, keep);
+  Status st = given.status();
+  if (st.ok()) st = device.impl()->importMemoryFd(import, allocation, keep);
   if (!st.ok()) {
     if (info.fd < 0) close(fd);
     return st.context("importing Vulkan memory into " + device.label());
   }
+  given.taken();
+  close(fd);  // the driver has the duplicate
   *fdTaken = info.fd >= 0;
   return Status();
 }
@@ -535,19 +580,15 @@ Result importVulkanSemaphoreFd(Device device, const VulkanSemaphoreFdImportInfo&
       return error(Result::ErrorNotSupported,
                    "native import is not implemented by the %s backend in this build",
                    backendName(p.backend));
-    // The driver takes the descriptor it imports; it gets a duplicate, so that the caller's is
-    // untouched when anything fails, and closed here once everything succeeded.
-    int dup = fcntl(info.fd, F_DUPFD_CLOEXEC, 0);
-    if (dup < 0)
-      return error(Result::ErrorOutOfHostMemory, "duplicating descriptor %d: %s", info.fd,
-                   std::strerror(errno));
+    // The caller's descriptor stays untouched until everything succeeded (DriverFd).
+    DriverFd given(info.fd);
+    BATON_TRY(given.status());
     Ref<core::DeviceTimeline> external;
-    Status imported = dev->impl()->importTimelineFd(dup, dev->handle, &external);
-    if (!imported.ok()) {
-      close(dup);
+    Status imported = dev->impl()->importTimelineFd(given.get(), dev->handle, &external);
+    if (!imported.ok())
       return imported.context(format("importing a Vulkan timeline from descriptor %d into %s",
                                      info.fd, dev->label().c_str()));
-    }
+    given.taken();
     std::string name = info.debugName && info.debugName[0] ? info.debugName : "vulkan-fd-timeline";
     Ref<core::Semaphore> s =
         makeRef<core::Semaphore>(Ref<core::Instance>(dev->instance()), info.initialValue, name);
@@ -844,17 +885,21 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
         VkResult r = fns.getMemoryFd(info.vulkan.device, &get, &fd);
         if (r != VK_SUCCESS) return interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
       }
+      DriverFd given(fd);
       core::ImageFdImport in;
-      in.fd = fd;
+      in.fd = given.get();
       in.allocationSize = info.allocationSize;
       in.offset = info.memoryOffset;
       in.dedicated = info.dedicated;
       in.colorAttachment = (info.usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0;
-      Status imported = dev->impl()->importImageFd(in, *img);
+      Status imported = given.status();
+      if (imported.ok()) imported = dev->impl()->importImageFd(in, *img);
       if (!imported.ok()) {
         if (info.fd < 0) close(fd);
         return imported.context("importing " + label + " into " + dev->label());
       }
+      given.taken();
+      close(fd);  // the driver has the duplicate (the caller's, if it gave one, is baton's)
       const std::string reason =
           "the memory is mapped as the device's own image (a CUDA mipmapped array)";
       Ref<Object> driverObjects = std::move(img->memory);
