@@ -32,6 +32,15 @@ struct Vulkan {
   VkDevice device = VK_NULL_HANDLE;
   bool externalSemaphoreFd = false;  // VK_KHR_external_semaphore_fd enabled
   bool externalMemoryFd = false;     // VK_KHR_external_memory_fd enabled
+
+  // The first memory type of `bits` with `flags`, or UINT32_MAX.
+  uint32_t memoryType(uint32_t bits, VkMemoryPropertyFlags flags) const {
+    VkPhysicalDeviceMemoryProperties props;
+    vkGetPhysicalDeviceMemoryProperties(physical, &props);
+    for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
+      if ((bits & (1u << i)) && (props.memoryTypes[i].propertyFlags & flags) == flags) return i;
+    return UINT32_MAX;
+  }
   const char* skip = nullptr;
 
   bool create() {
@@ -173,11 +182,7 @@ struct Renderer {
   VkBuffer buffer = VK_NULL_HANDLE;
 
   uint32_t memoryType(uint32_t bits, VkMemoryPropertyFlags flags) const {
-    VkPhysicalDeviceMemoryProperties props;
-    vkGetPhysicalDeviceMemoryProperties(vk.physical, &props);
-    for (uint32_t i = 0; i < props.memoryTypeCount; ++i)
-      if ((bits & (1u << i)) && (props.memoryTypes[i].propertyFlags & flags) == flags) return i;
-    return UINT32_MAX;
+    return vk.memoryType(bits, flags);
   }
 
   bool create(bool gpu, VkDeviceSize size) {
@@ -312,6 +317,100 @@ void fdImport(const Vulkan& vk, baton::Device device, baton::Queue queue) {
   baton::test::TimelineObserver::get().forget(vkRendered);
 }
 
+// A renderer's frame imported as a baton Image, copied into a buffer on the baton device's queue.
+// On a CUDA device that is the Vulkan device: an OPTIMAL image in exportable memory, mapped as a
+// CUDA mipmapped array; on the host backend (lavapipe in CI): a LINEAR image in host-visible
+// memory, shared by mapping.
+void imageImport(const Vulkan& vk, const baton::VulkanDevice& vulkan, baton::Device device,
+                 baton::Queue queue, baton::BackendKind backend) {
+  const bool native = backend != baton::BackendKind::Host;
+  if (native && !vk.externalMemoryFd) {
+    std::printf("no image import: the Vulkan device exports no memory\n");
+    return;
+  }
+  constexpr uint32_t kWidth = 64, kHeight = 32;
+  VkExternalMemoryImageCreateInfo external{};
+  external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO;
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkImageCreateInfo create{};
+  create.sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO;
+  create.pNext = native ? &external : nullptr;
+  create.imageType = VK_IMAGE_TYPE_2D;
+  create.format = VK_FORMAT_R16G16B16A16_SFLOAT;
+  create.extent = {kWidth, kHeight, 1};
+  create.mipLevels = 1;
+  create.arrayLayers = 1;
+  create.samples = VK_SAMPLE_COUNT_1_BIT;
+  create.tiling = native ? VK_IMAGE_TILING_OPTIMAL : VK_IMAGE_TILING_LINEAR;
+  create.usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT;
+  VkImage frame = VK_NULL_HANDLE;
+  expect(vkCreateImage(vk.device, &create, nullptr, &frame) == VK_SUCCESS, "vkCreateImage");
+  VkMemoryRequirements req;
+  vkGetImageMemoryRequirements(vk.device, frame, &req);
+  VkMemoryDedicatedAllocateInfo dedicated{};
+  dedicated.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO;
+  dedicated.image = frame;
+  VkExportMemoryAllocateInfo exportable{};
+  exportable.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO;
+  exportable.pNext = &dedicated;
+  exportable.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkMemoryAllocateInfo alloc{};
+  alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  alloc.pNext = native ? &exportable : nullptr;
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex =
+      vk.memoryType(req.memoryTypeBits, native ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                                               : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  expect(alloc.memoryTypeIndex != UINT32_MAX &&
+             vkAllocateMemory(vk.device, &alloc, nullptr, &memory) == VK_SUCCESS &&
+             vkBindImageMemory(vk.device, frame, memory, 0) == VK_SUCCESS,
+         "the frame's memory");
+
+  // [image]
+  // What the frame's VkImageCreateInfo and allocation said: Vulkan cannot be asked.
+  baton::VulkanImageImportInfo info;
+  info.vulkan = vulkan;
+  info.image = frame;
+  info.memory = memory;
+  info.allocationSize = alloc.allocationSize;
+  info.memoryTypeIndex = alloc.memoryTypeIndex;
+  info.dedicated = native;
+  info.format = create.format;
+  info.width = kWidth;
+  info.height = kHeight;
+  info.tiling = create.tiling;
+  info.usage = create.usage;
+  info.debugName = "frame";
+  baton::UniqueImage image;
+  baton::Result r = baton::importVulkanImage(device, info, image.put());
+  // The whole of level 0 into a buffer, in the queue's order: a post-processing pass would run a
+  // native callback on the image's CUarray or surface here (Image::getNativeLevel).
+  baton::UniqueBuffer texels;
+  if (ok(r)) r = device.createBuffer({kWidth * kHeight * 8}, texels.put());
+  baton::BufferImageCopy whole;
+  whole.width = kWidth;
+  whole.height = kHeight;
+  baton::UniqueCommandBuffer readBack;
+  if (ok(r)) r = device.createCommandBuffer(readBack.put());
+  if (ok(r)) r = readBack->begin();
+  if (ok(r)) r = readBack->copyImageToBuffer(*image, *texels, whole);
+  if (ok(r)) r = readBack->end();
+  baton::CommandBuffer commands = *readBack;
+  if (ok(r)) r = queue.submit(baton::SubmitInfo{{}, commands, {}});
+  // [image]
+  if (ok(r)) r = queue.waitIdle();
+  expect(ok(r), "import a frame and copy it into a buffer");
+  baton::VulkanInteropInfo interop;
+  expect(ok(baton::getVulkanImageInterop(*image, &interop)), "getVulkanImageInterop");
+  std::printf("the frame was imported %s\n", baton::interopModeName(interop.mode));
+  readBack.reset();
+  image.reset();
+  vkDestroyImage(vk.device, frame, nullptr);
+  vkFreeMemory(vk.device, memory, nullptr);
+}
+
 int run() {
   Vulkan vk;
   if (!vk.create()) {
@@ -427,6 +526,9 @@ int run() {
 
   // A timeline known by its descriptor alone, as a renderer in another process would send it.
   fdImport(vk, *device, queue);
+
+  // An image: read back by baton after the renderer's work.
+  imageImport(vk, vulkan, *device, queue, properties.backend);
 
   return guide::finish("vulkan_interop");
 }

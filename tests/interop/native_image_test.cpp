@@ -89,7 +89,9 @@ class NativeImage : public ::testing::Test {
 
   void TearDown() override {
     if (!vk || !vk->ok()) return;
-    if (cuda) EXPECT_OK(cuda->waitIdle(kLongNs));
+    if (cuda) {
+      EXPECT_OK(cuda->waitIdle(kLongNs));
+    }
     vkDeviceWaitIdle(vk->device);
     for (ExportedImage& i : images) {
       if (i.image) vkDestroyImage(vk->device, i.image, nullptr);

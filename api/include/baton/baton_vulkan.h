@@ -219,12 +219,13 @@ typedef struct baton_vulkan_image_import_info {
         BATON_INTEROP_MODE_REQUEST_AUTO, NULL                                      \
   }
 
-/** Imports a Vulkan image as a baton image of `device`, sharing its memory (bridged: a LINEAR
- * image in HOST_VISIBLE | HOST_COHERENT memory, with the host backend; native import is not built
- * in this version). Ownership: the caller owns *image (baton_image_destroy); the VkImage and its
- * memory stay the caller's. Returns BATON_SUCCESS, BATON_ERROR_INVALID_ARGUMENT,
- * BATON_ERROR_NOT_SUPPORTED (the message says why), BATON_ERROR_DRIVER,
- * BATON_ERROR_INVALID_HANDLE, BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanImage) */
+/** Imports a Vulkan image as a baton image of `device`, sharing its memory (native on CUDA: an
+ * OPTIMAL image mapped as a mipmapped array; bridged on the host backend: a LINEAR image in
+ * HOST_VISIBLE | HOST_COHERENT memory, mapped). Ownership: the caller owns *image
+ * (baton_image_destroy); the VkImage and its memory stay the caller's. Returns BATON_SUCCESS,
+ * BATON_ERROR_INVALID_ARGUMENT, BATON_ERROR_NOT_SUPPORTED (the message says why),
+ * BATON_ERROR_DEVICE_MISMATCH, BATON_ERROR_DRIVER, BATON_ERROR_INVALID_HANDLE,
+ * BATON_ERROR_OUT_OF_HOST_MEMORY. (baton::importVulkanImage) */
 BATON_API baton_result baton_import_vulkan_image(baton_device device,
                                                  const baton_vulkan_image_import_info* info,
                                                  baton_image* image);

@@ -363,23 +363,30 @@ struct VulkanImageImportInfo {
 /// Imports a Vulkan image as a baton Image of `device`, sharing its memory: command buffers of
 /// the device copy between it and buffers (CommandBuffer::copyBufferToImage, copyImageToBuffer),
 /// native callbacks use its native handles (Image::getNative), in queue order. What each mode
-/// shares:
+/// shares (docs/guide.md, 'Vulkan images'):
+///   - **Native** (CUDA): an OPTIMAL image in memory exported as OPAQUE_FD (dedicated or not) on
+///     the Vulkan device's GPU (equal UUIDs), mapped as a CUDA mipmapped array, with a surface
+///     per level and a texture over all. The image belongs to VK_QUEUE_FAMILY_EXTERNAL, in
+///     VK_IMAGE_LAYOUT_GENERAL, while CUDA works on it (release it to the external family after
+///     Vulkan's work, acquire it back before Vulkan's next, ordered with a shared timeline).
+///     Refused with the reason: LINEAR images (the driver does not map them as arrays), images
+///     with several levels and several layers (the driver's layout of the layers past the first
+///     differed from Vulkan's on the H100), HIP (ROCm 5.2 maps no external memory as arrays).
 ///   - **Bridged** (the host backend): a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory,
-///   shared
-///     by mapping; baton reads each level's and layer's layout with vkGetImageSubresourceLayout.
-///     Order baton's copies and Vulkan's use with semaphores; the image must be in
-///     VK_IMAGE_LAYOUT_GENERAL (or PREINITIALIZED before Vulkan first uses it) while baton works on
-///     it, as for any host access to a linear image.
-///   - **Native** (CUDA, mapping the memory as a mipmapped array): not built in this version: the
-///     request is refused with ErrorNotSupported, and so is Auto on a GPU device.
+///     shared by mapping; baton reads each level's and layer's layout with
+///     vkGetImageSubresourceLayout. Keep the image in VK_IMAGE_LAYOUT_GENERAL and order baton's
+///     copies and Vulkan's use with semaphores.
+/// InteropModeRequest::Auto imports natively when every condition holds, and bridged on the host
+/// backend otherwise; a GPU device that cannot import natively refuses (the message lists why).
 /// Ownership: the caller owns *image (Image::destroy); the VkImage and its memory stay the
-/// caller's. Thread safe.
+/// caller's; `fd`, when given, is baton's after a successful import (closed; the driver keeps a
+/// duplicate) and untouched after a failed one. Thread safe.
 /// Returns Success; ErrorInvalidArgument (null handles or output, a size, level or layer count of
 /// 0 or beyond the extent, tiling not stated, memoryTypeIndex unknown, a range outside the
-/// allocation, an fd that is not open, an unknown mode); ErrorNotSupported (a format outside the
-/// table, an optimal-tiled image or memory that is not HOST_VISIBLE | HOST_COHERENT in bridged
-/// mode, a device that cannot import it: the message says why); ErrorDriver (vkMapMemory failed:
-/// the VkResult is named); ErrorInvalidHandle; ErrorOutOfHostMemory.
+/// allocation, an fd that is not open or that the driver refused, an unknown mode);
+/// ErrorNotSupported (a format outside the table; no mode possible: the message says why);
+/// ErrorDeviceMismatch (native on a GPU that is not the Vulkan device); ErrorDriver (a Vulkan or
+/// driver call failed: named); ErrorInvalidHandle; ErrorOutOfHostMemory; ErrorOutOfDeviceMemory.
 [[nodiscard]] BATON_API Result importVulkanImage(Device device, const VulkanImageImportInfo& info,
                                                  Image* image) noexcept;
 
