@@ -147,6 +147,7 @@ struct Simulation {
 #if defined(BATON_DEMO_CUDA_STEP)
 extern "C" int batonDemoStepCuda(void* stream, uint64_t in, uint64_t out, uint32_t count, float t0,
                                  float dt, uint32_t substeps);
+extern "C" int batonDemoToneMapCuda(void* stream, uint64_t surface, uint32_t size);
 constexpr bool kHaveCudaStep = true;
 #else
 constexpr bool kHaveCudaStep = false;
@@ -184,6 +185,26 @@ baton::Result stepParticles(const baton::NativeQueue& queue, void* user) {
   stepCpu(in, out, sim.count, t0);
   sim.stepMs[k] = msSince(t);
   return baton::Result::Success;
+}
+
+// The post-process of one slot's frame (CUDA only): the tone map kernel on the surface of the
+// frame image baton imported from Vulkan.
+struct PostProcess {
+  uint64_t surface = 0;  // NativeImageLevel::surfaceObject of the slot's frame image
+  uint32_t size = 0;
+};
+
+baton::Result toneMap(const baton::NativeQueue& queue, void* user) {
+#if defined(BATON_DEMO_CUDA_STEP)
+  const auto& post = *static_cast<const PostProcess*>(user);
+  int error = batonDemoToneMapCuda(queue.stream, post.surface, post.size);
+  if (error == 0) return baton::Result::Success;
+  std::fprintf(stderr, "baton-demo: launching the tone map kernel failed: cudaError_t %d\n", error);
+  return baton::Result::ErrorHostCallFailed;
+#else
+  (void)queue, (void)user;
+  return baton::Result::ErrorNotSupported;
+#endif
 }
 
 baton::Result noteFinished(void* user) {
@@ -375,9 +396,16 @@ VkBuffer createExportableBuffer(const Gpu& g, VkDeviceSize size, VkBufferUsageFl
   return buffer;
 }
 
+// An image with its memory and view. `exportable`: its memory is exportable as OPAQUE_FD and
+// dedicated to it (device-local), as CUDA's import of the frame image needs.
 VkImage createImage(const Gpu& g, VkFormat format, uint32_t size, uint32_t layers,
-                    VkImageUsageFlags usage, Memory* memory, VkImageView* view) {
-  auto info = vkStruct<VkImageCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO);
+                    VkImageUsageFlags usage, Memory* memory, VkImageView* view,
+                    bool exportable = false) {
+  auto external = vkStruct<VkExternalMemoryImageCreateInfo>(
+      VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO);
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  auto info = vkStruct<VkImageCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+                                          exportable ? &external : nullptr);
   info.imageType = VK_IMAGE_TYPE_2D;
   info.format = format;
   info.extent = {size, size, 1};
@@ -391,7 +419,24 @@ VkImage createImage(const Gpu& g, VkFormat format, uint32_t size, uint32_t layer
   vkCheck(vkCreateImage(g.device, &info, nullptr, &image), "vkCreateImage");
   VkMemoryRequirements req;
   vkGetImageMemoryRequirements(g.device, image, &req);
-  *memory = allocate(g, req, 0);
+  if (exportable) {
+    auto dedicated =
+        vkStruct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
+    dedicated.image = image;
+    auto exportInfo = vkStruct<VkExportMemoryAllocateInfo>(
+        VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated);
+    exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    memory->type = g.memoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    memory->size = req.size;
+    auto alloc =
+        vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &exportInfo);
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex = memory->type;
+    vkCheck(vkAllocateMemory(g.device, &alloc, nullptr, &memory->memory),
+            "vkAllocateMemory (exportable image)");
+  } else {
+    *memory = allocate(g, req, 0);
+  }
   vkCheck(vkBindImageMemory(g.device, image, memory->memory, 0), "vkBindImageMemory");
   auto viewInfo = vkStruct<VkImageViewCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO);
   viewInfo.image = image;
@@ -591,6 +636,7 @@ int main(int argc, char** argv) {
   // A CUDA device is used only if it imports the particle memory natively; checked below.
   baton::UniqueDevice device;
   baton::DeviceCreateInfo di;
+  di.queueCount = 2;  // the step, and the post-process
   check(instance->createDevice(cudaPd ? cudaPd : hostPd, di, device.put()), "createDevice");
   if (cudaPd) {
     baton::VulkanInteropSupport support;
@@ -609,8 +655,9 @@ int main(int argc, char** argv) {
   std::printf(
       "simulation: %s backend, %s%s%s\n", baton::backendName(used.backend), used.name,
       cudaWhy.empty() ? "" : " (not CUDA: ", cudaWhy.empty() ? "" : (cudaWhy + ")").c_str());
-  baton::Queue queue;
+  baton::Queue queue, postQueue;  // the step and the notes; the post-process
   check(device->getQueue(0, &queue), "getQueue");
+  check(device->getQueue(1, &postQueue), "getQueue");
 
   // ---- shared objects: the timeline and the particle ring --------------------------------
   baton::VulkanTimelineCreateInfo ti;
@@ -700,8 +747,43 @@ int main(int argc, char** argv) {
                            &accumMemory[s], &accumView[s]);
     frameImage[s] = createImage(gpu, VK_FORMAT_R8G8B8A8_UNORM, S, 1,
                                 VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
-                                &frameMemory[s], &frameView[s]);
+                                &frameMemory[s], &frameView[s], onCuda);
   }
+  // The post-process (CUDA): each frame image imported into baton as an Image, which CUDA maps as
+  // a mipmapped array; the tone map kernel reads and writes it through its surface, between
+  // Vulkan's draw and Vulkan's copy of the frame, ordered by the timeline. The host backend has
+  // no post-process: the frame images are OPTIMAL, which only a GPU can share.
+  baton::UniqueImage frames[F];
+  PostProcess post[F];
+  baton::UniqueCommandBuffer postCbs[F];
+  std::string postWhy = onCuda ? "" : "the host backend shares no OPTIMAL image";
+  for (uint32_t s = 0; s < F && onCuda; ++s) {
+    baton::VulkanImageImportInfo ii;
+    ii.vulkan = gpu.view();
+    ii.image = frameImage[s];
+    ii.memory = frameMemory[s].memory;
+    ii.allocationSize = frameMemory[s].size;
+    ii.memoryTypeIndex = frameMemory[s].type;
+    ii.dedicated = true;
+    ii.format = VK_FORMAT_R8G8B8A8_UNORM;
+    ii.width = ii.height = S;
+    ii.tiling = VK_IMAGE_TILING_OPTIMAL;
+    ii.usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT;
+    ii.mode = baton::InteropModeRequest::Native;
+    ii.debugName = "frame";
+    check(baton::importVulkanImage(*device, ii, frames[s].put()), "importVulkanImage");
+    baton::NativeImageLevel level;
+    check(frames[s]->getNativeLevel(0, &level), "getNativeLevel");
+    post[s].surface = level.surfaceObject;
+    post[s].size = S;
+    check(device->createCommandBuffer(postCbs[s].put()), "createCommandBuffer");
+    check(postCbs[s]->begin(), "begin");
+    check(postCbs[s]->native(&toneMap, &post[s]), "native");
+    check(postCbs[s]->end(), "end");
+  }
+  std::printf("post-process: %s\n",
+              onCuda ? "a CUDA tone map on each frame image, imported natively (no copy)"
+                     : ("none (" + postWhy + ")").c_str());
   const VkDeviceSize frameBytes = static_cast<VkDeviceSize>(S) * S * 4;
   VkBuffer readback = createBuffer(
       gpu, frameBytes * F, VK_BUFFER_USAGE_TRANSFER_DST_BIT,
@@ -760,12 +842,34 @@ int main(int argc, char** argv) {
     vkCheck(vkCreateQueryPool(gpu.device, &qi, nullptr, &queries), "vkCreateQueryPool");
   }
 
-  std::vector<VkCommandBuffer> cmds(opt.frames + 1);
+  // Per frame: cmds[i] draws, readCmds[i] copies the (post-processed) frame out; cmds[frames] is
+  // the setup.
+  std::vector<VkCommandBuffer> cmds(opt.frames + 1), readCmds(opt.frames);
   auto cbInfo =
       vkStruct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
   cbInfo.commandPool = gpu.pool;
   cbInfo.commandBufferCount = opt.frames + 1;
   vkCheck(vkAllocateCommandBuffers(gpu.device, &cbInfo, cmds.data()), "vkAllocateCommandBuffers");
+  cbInfo.commandBufferCount = opt.frames;
+  vkCheck(vkAllocateCommandBuffers(gpu.device, &cbInfo, readCmds.data()),
+          "vkAllocateCommandBuffers");
+  // CUDA's post-process works on the frame image between the draw and the copy: the image goes to
+  // the external queue family after the draw (release) and comes back before the copy (acquire),
+  // in GENERAL both ways (docs/guide.md, 'Vulkan images').
+  auto ownership = [&](VkCommandBuffer cmd, VkImage image, bool release) {
+    auto b = vkStruct<VkImageMemoryBarrier>(VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER);
+    b.srcAccessMask = release ? VK_ACCESS_SHADER_WRITE_BIT : 0;
+    b.dstAccessMask = release ? 0 : VK_ACCESS_TRANSFER_READ_BIT;
+    b.oldLayout = b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
+    b.srcQueueFamilyIndex = release ? gpu.family : VK_QUEUE_FAMILY_EXTERNAL;
+    b.dstQueueFamilyIndex = release ? VK_QUEUE_FAMILY_EXTERNAL : gpu.family;
+    b.image = image;
+    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    vkCmdPipelineBarrier(
+        cmd, release ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
+        release ? VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT : VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
+        nullptr, 0, nullptr, 1, &b);
+  };
   auto begin = vkStruct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   {
@@ -842,11 +946,18 @@ int main(int argc, char** argv) {
                             &resolveSet[s], 0, nullptr);
     vkCmdPushConstants(cmd, resolve.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, 4, &exposure);
     vkCmdDispatch(cmd, (S + 15) / 16, (S + 15) / 16, 1);
+    if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 2 * i + 1);
+    if (onCuda) ownership(cmd, frameImage[s], true);
+    vkCheck(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+
+    cmd = readCmds[i];
+    vkCheck(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer");
+    if (onCuda) ownership(cmd, frameImage[s], false);
     // The frame image goes to TRANSFER_SRC_OPTIMAL for the copy and back to GENERAL for the next
     // resolve into it (copying from GENERAL draws a performance warning from the validation
     // layer).
     auto toCopy = vkStruct<VkImageMemoryBarrier>(VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER);
-    toCopy.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    toCopy.srcAccessMask = onCuda ? 0 : VK_ACCESS_SHADER_WRITE_BIT;
     toCopy.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
     toCopy.oldLayout = VK_IMAGE_LAYOUT_GENERAL;
     toCopy.newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
@@ -870,7 +981,6 @@ int main(int argc, char** argv) {
                          0, 0, nullptr, 0, nullptr, 1, &back);
     barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
             VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
-    if (queries) vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, 2 * i + 1);
     vkCheck(vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   }
 
@@ -889,25 +999,14 @@ int main(int argc, char** argv) {
   // ---- the frame loop: submit everything, wait once ---------------------------------------
   sim.start = Clock::now();
   double batonSubmitMs = 0, vulkanSubmitMs = 0;  // host time in each API's submit calls
-  for (uint32_t k = 1; k <= opt.frames; ++k) {
-    baton::SemaphoreValue slotFree{timeline.baton, 2ull * (k > F ? k - F : 0)};
-    baton::SubmitInfo a;
-    if (k > F) a.waits = baton::Span<const baton::SemaphoreValue>(&slotFree, 1);
-    a.commandBuffers = stepCbs;
-    baton::SemaphoreValue previousDrawn{timeline.baton, 2ull * (k - 1)};
-    baton::SemaphoreValue stepped{timeline.baton, 2ull * k - 1};
-    baton::SubmitInfo b;
-    if (k > 1) {
-      b.waits = baton::Span<const baton::SemaphoreValue>(&previousDrawn, 1);
-      b.commandBuffers = noteCbs;
-    }
-    b.signals = baton::Span<const baton::SemaphoreValue>(&stepped, 1);
-    baton::SubmitInfo batch[] = {a, b};
-    auto t0 = Clock::now();
-    check(queue.submit(batch), "Queue::submit");
-    batonSubmitMs += msSince(t0);
-
-    uint64_t waitValue = 2ull * k - 1, signalValue = 2ull * k;
+  // Four values per frame k on the one timeline, each stage waiting for the one before:
+  //   4k-3  stepped (baton, queue 0; the step itself waits only for its slot to be free)
+  //   4k-2  drawn (Vulkan)
+  //   4k-1  post-processed (baton, queue 1: the tone map on CUDA, nothing on the host backend)
+  //   4k    copied out (Vulkan)
+  // so the values rise in the order they are signalled, and frame k+1's step (queue 0) overlaps
+  // frame k's draw, post-process and copy.
+  auto vulkanSubmit = [&](VkCommandBuffer cmd, uint64_t waitValue, uint64_t signalValue) {
     auto timelineSubmit =
         vkStruct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
     timelineSubmit.waitSemaphoreValueCount = 1;
@@ -920,23 +1019,53 @@ int main(int argc, char** argv) {
     si.pWaitSemaphores = &T;
     si.pWaitDstStageMask = &stage;
     si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmds[k - 1];
+    si.pCommandBuffers = &cmd;
     si.signalSemaphoreCount = 1;
     si.pSignalSemaphores = &T;
-    t0 = Clock::now();
+    auto t0 = Clock::now();
     vkCheck(vkQueueSubmit(gpu.queue, 1, &si, VK_NULL_HANDLE), "vkQueueSubmit");
     vulkanSubmitMs += msSince(t0);
+  };
+  for (uint32_t k = 1; k <= opt.frames; ++k) {
+    const uint32_t s = k % F;
+    baton::SemaphoreValue slotFree{timeline.baton, 4ull * (k > F ? k - F : 0)};
+    baton::SubmitInfo a;
+    if (k > F) a.waits = baton::Span<const baton::SemaphoreValue>(&slotFree, 1);
+    a.commandBuffers = stepCbs;
+    baton::SemaphoreValue previousDone{timeline.baton, 4ull * (k - 1)};
+    baton::SemaphoreValue stepped{timeline.baton, 4ull * k - 3};
+    baton::SubmitInfo b;
+    if (k > 1) {
+      b.waits = baton::Span<const baton::SemaphoreValue>(&previousDone, 1);
+      b.commandBuffers = noteCbs;
+    }
+    b.signals = baton::Span<const baton::SemaphoreValue>(&stepped, 1);
+    baton::SubmitInfo batch[] = {a, b};
+    auto t0 = Clock::now();
+    check(queue.submit(batch), "Queue::submit");
+    baton::SemaphoreValue drawn{timeline.baton, 4ull * k - 2};
+    baton::SemaphoreValue postProcessed{timeline.baton, 4ull * k - 1};
+    baton::SubmitInfo c;
+    c.waits = baton::Span<const baton::SemaphoreValue>(&drawn, 1);
+    baton::CommandBuffer postCommands[] = {onCuda ? *postCbs[s] : baton::CommandBuffer()};
+    if (onCuda) c.commandBuffers = postCommands;
+    c.signals = baton::Span<const baton::SemaphoreValue>(&postProcessed, 1);
+    check(postQueue.submit(c), "Queue::submit (post-process)");
+    batonSubmitMs += msSince(t0);
+
+    vulkanSubmit(cmds[k - 1], 4ull * k - 3, 4ull * k - 2);
+    vulkanSubmit(readCmds[k - 1], 4ull * k - 1, 4ull * k);
   }
   // The last frame's completion is noted like the others, then the host waits, once.
-  baton::SemaphoreValue lastDrawn{timeline.baton, 2ull * opt.frames};
-  baton::SemaphoreValue noted{timeline.baton, 2ull * opt.frames + 1};
+  baton::SemaphoreValue lastDone{timeline.baton, 4ull * opt.frames};
+  baton::SemaphoreValue noted{timeline.baton, 4ull * opt.frames + 1};
   baton::SubmitInfo last;
-  last.waits = baton::Span<const baton::SemaphoreValue>(&lastDrawn, 1);
+  last.waits = baton::Span<const baton::SemaphoreValue>(&lastDone, 1);
   last.commandBuffers = noteCbs;
   last.signals = baton::Span<const baton::SemaphoreValue>(&noted, 1);
   check(queue.submit(last), "Queue::submit");
   const double submittedMs = msSince(sim.start);
-  check(timeline.baton.wait(2ull * opt.frames + 1, baton::kWaitForever), "Semaphore::wait");
+  check(timeline.baton.wait(4ull * opt.frames + 1, baton::kWaitForever), "Semaphore::wait");
   const double totalMs = msSince(sim.start);
 
   // ---- report ------------------------------------------------------------------------------
@@ -988,6 +1117,10 @@ int main(int argc, char** argv) {
 
   // ---- teardown: baton imports first, then Vulkan ------------------------------------------
   ringBuffer.reset();
+  for (uint32_t s = 0; s < F; ++s) {
+    postCbs[s].reset();
+    frames[s].reset();
+  }
   step.reset();
   note.reset();
   check(baton::destroyVulkanTimeline(gpu.view(), timeline), "destroyVulkanTimeline");

@@ -40,3 +40,35 @@ extern "C" int batonDemoStepCuda(void* stream, uint64_t in, uint64_t out, uint32
       substeps);
   return static_cast<int>(cudaGetLastError());
 }
+
+namespace {
+
+// The post-process: a tone map (a soft shoulder that keeps highlights from clipping) and a
+// vignette, in place on the frame Vulkan drew, read and written through the surface of the frame
+// image that baton imported (NativeImageLevel::surfaceObject). RGBA8 UNORM: 4 bytes a texel, the
+// surface's x is in bytes.
+__global__ void toneMapKernel(cudaSurfaceObject_t frame, uint32_t size) {
+  const uint32_t x = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= size || y >= size) return;
+  uchar4 c = surf2Dread<uchar4>(frame, x * 4, y);
+  const float dx = (x + 0.5f) / size - 0.5f, dy = (y + 0.5f) / size - 0.5f;
+  const float vignette = 1.0f - 0.9f * (dx * dx + dy * dy);
+  auto map = [vignette](unsigned char v) {
+    const float f = v / 255.0f * 1.6f;
+    const float toned = f / (1.0f + 0.6f * f) * vignette;
+    return static_cast<unsigned char>(fminf(toned, 1.0f) * 255.0f + 0.5f);
+  };
+  surf2Dwrite(make_uchar4(map(c.x), map(c.y), map(c.z), c.w), frame, x * 4, y);
+}
+
+}  // namespace
+
+// Called from a baton native() callback, as the step: enqueues the tone map of the size x size
+// frame behind `surface` (a CUsurfObject) on `stream`. Returns 0 or the cudaError_t of the launch.
+extern "C" int batonDemoToneMapCuda(void* stream, uint64_t surface, uint32_t size) {
+  const dim3 block(16, 16), grid((size + 15) / 16, (size + 15) / 16);
+  toneMapKernel<<<grid, block, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<cudaSurfaceObject_t>(surface), size);
+  return static_cast<int>(cudaGetLastError());
+}
