@@ -9,6 +9,7 @@
 // Ownership and layouts, as the guide states them: the image is in VK_IMAGE_LAYOUT_GENERAL while
 // CUDA uses it, released to VK_QUEUE_FAMILY_EXTERNAL after Vulkan's work and acquired back before
 // Vulkan's next; the validation layer watches the Vulkan side.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -481,6 +482,33 @@ TEST_F(NativeImage, RefusalsSayWhy) {
   ASSERT_OK(importVulkanImage(*cuda, importInfo(e), image.put()));
 }
 
+// The GPU's free memory, read through the driver baton loaded (cuMemGetInfo in the device's
+// primary context), or 0 when it cannot be read.
+uint64_t freeDeviceMemory(int ordinal) {
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return 0;
+  using Get = int (*)(int*, int);
+  using Retain = int (*)(void**, int);
+  using SetCurrent = int (*)(void*);
+  using MemInfo = int (*)(size_t*, size_t*);
+  auto get = reinterpret_cast<Get>(dlsym(lib, "cuDeviceGet"));
+  auto retain = reinterpret_cast<Retain>(dlsym(lib, "cuDevicePrimaryCtxRetain"));
+  auto release = reinterpret_cast<int (*)(int)>(dlsym(lib, "cuDevicePrimaryCtxRelease"));
+  auto setCurrent = reinterpret_cast<SetCurrent>(dlsym(lib, "cuCtxSetCurrent"));
+  auto memInfo = reinterpret_cast<MemInfo>(dlsym(lib, "cuMemGetInfo_v2"));
+  size_t freeBytes = 0, total = 0;
+  int device = 0;
+  void* ctx = nullptr;
+  if (get && retain && release && setCurrent && memInfo && get(&device, ordinal) == 0 &&
+      retain(&ctx, device) == 0) {
+    if (setCurrent(ctx) != 0 || memInfo(&freeBytes, &total) != 0) freeBytes = 0;
+    (void)setCurrent(nullptr);
+    (void)release(device);
+  }
+  dlclose(lib);
+  return freeBytes;
+}
+
 TEST_F(NativeImage, ImportAndDestroy1000TimesLeavesNothingBehind) {
   ExportedImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 256, 256, 1, 1);
   ASSERT_TRUE(e.memory);
@@ -488,12 +516,25 @@ TEST_F(NativeImage, ImportAndDestroy1000TimesLeavesNothingBehind) {
     UniqueImage warm;
     ASSERT_OK(importVulkanImage(*cuda, importInfo(e), warm.put()));
   }
+  PhysicalDevice physical;
+  ASSERT_OK(cuda->getPhysicalDevice(&physical));
+  PhysicalDeviceProperties props;
+  ASSERT_OK(physical.getProperties(&props));
   const size_t fds = baton::test::openFds();
+  const uint64_t freeBefore = freeDeviceMemory(static_cast<int>(props.ordinal));
   for (int i = 0; i < 1000; ++i) {
     UniqueImage image;
     ASSERT_OK(importVulkanImage(*cuda, importInfo(e), image.put())) << "cycle " << i;
   }
   EXPECT_EQ(baton::test::openFds(), fds);
+  const uint64_t freeAfter = freeDeviceMemory(static_cast<int>(props.ordinal));
+  std::printf("device memory free before and after 1,000 cycles: %llu, %llu bytes\n",
+              static_cast<unsigned long long>(freeBefore),
+              static_cast<unsigned long long>(freeAfter));
+  if (freeBefore && freeAfter) {
+    // 1,000 leaked mappings of a 256 KiB image would be 256 MiB; allow the driver's own slack.
+    EXPECT_GE(freeAfter + (8ull << 20), freeBefore) << "device memory went down";
+  }
 }
 
 }  // namespace
