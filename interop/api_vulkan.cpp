@@ -955,40 +955,43 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
   });
 }
 
+namespace {
+
+// getVulkanImageInterop / getVulkanMemoryInterop: what the object's ImportedMemory says.
+// `what` names the kind ("image", "buffer").
+template <class T>
+Status describeImported(uint64_t handle, ObjectType type, const char* what,
+                        Ref<Object> T::*imported, const core::Instance*& owner,
+                        VulkanInteropInfo* info) {
+  Status st;
+  Ref<T> object = find<T>(handle, type, what, &st);
+  if (!object) return st;
+  owner = object->device->instance();
+  BATON_NULL_CHECK(info, "info output pointer");
+  *info = VulkanInteropInfo();
+  auto* m = dynamic_cast<ImportedMemory*>((object.get()->*imported).get());
+  if (!m) return error(Result::ErrorInvalidArgument, "%s was not imported from Vulkan", what);
+  info->mode = m->mode;
+  info->device = m->device;
+  info->memory = m->memory;
+  info->image = m->image;
+  copyText(info->reason, sizeof info->reason, m->reason);
+  return Status();
+}
+
+}  // namespace
+
 Result getVulkanImageInterop(Image image, VulkanInteropInfo* info) noexcept {
   return entry("getVulkanImageInterop", [&](const core::Instance*& owner) -> Status {
-    Status st;
-    Ref<core::Image> img = find<core::Image>(image.raw(), ObjectType::Image, "image", &st);
-    if (!img) return st;
-    owner = img->device->instance();
-    BATON_NULL_CHECK(info, "info output pointer");
-    *info = VulkanInteropInfo();
-    auto* m = dynamic_cast<ImportedMemory*>(img->memory.get());
-    if (!m) return error(Result::ErrorInvalidArgument, "image was not imported from Vulkan");
-    info->mode = m->mode;
-    info->device = m->device;
-    info->memory = m->memory;
-    info->image = m->image;
-    copyText(info->reason, sizeof info->reason, m->reason);
-    return Status();
+    return describeImported<core::Image>(image.raw(), ObjectType::Image, "image",
+                                         &core::Image::memory, owner, info);
   });
 }
 
 Result getVulkanMemoryInterop(Buffer buffer, VulkanInteropInfo* info) noexcept {
   return entry("getVulkanMemoryInterop", [&](const core::Instance*& owner) -> Status {
-    Status st;
-    Ref<core::Buffer> b = find<core::Buffer>(buffer.raw(), ObjectType::Buffer, "buffer", &st);
-    if (!b) return st;
-    owner = b->device->instance();
-    BATON_NULL_CHECK(info, "info output pointer");
-    *info = VulkanInteropInfo();
-    auto* m = dynamic_cast<ImportedMemory*>(b->imported.get());
-    if (!m) return error(Result::ErrorInvalidArgument, "buffer was not imported from Vulkan");
-    info->mode = m->mode;
-    info->device = m->device;
-    info->memory = m->memory;
-    copyText(info->reason, sizeof info->reason, m->reason);
-    return Status();
+    return describeImported<core::Buffer>(buffer.raw(), ObjectType::Buffer, "buffer",
+                                          &core::Buffer::imported, owner, info);
   });
 }
 
