@@ -305,7 +305,15 @@ Status importImage(const stream::ImageImport& in, stream::ImageObjects* out) {
                       (in.colorAttachment ? CUDA_ARRAY3D_COLOR_ATTACHMENT : 0);
   m.numLevels = in.levels;
   CUmipmappedArray mipmap = nullptr;
-  Status st = BATON_CU_STATUS(cuExternalMemoryGetMappedMipmappedArray, &mipmap, memory, &m);
+  r = BATON_CU(cuExternalMemoryGetMappedMipmappedArray, &mipmap, memory, &m);
+  Status st = toStatus(r, "cuExternalMemoryGetMappedMipmappedArray");
+  // An extent, level count or allocation size that does not fit: CUDA_ERROR_INVALID_VALUE on the
+  // H100 (driver 580). The caller's description is wrong, not the driver.
+  if (r == CUDA_ERROR_INVALID_VALUE)
+    st = Status(Result::ErrorInvalidArgument,
+                st.message() +
+                    ": the format, extent, levels and layers stated do not fit the "
+                    "memory imported (its allocation size and offset)");
   o.mipmap = mipmap;
   for (uint32_t level = 0; st.ok() && level < in.levels; ++level) {
     CUarray array = nullptr;
