@@ -674,6 +674,11 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Images: set below where the driver maps external memory as arrays.
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
   if (s.cuGraphCreate && s.cuGraphDestroy && s.cuGraphAddMemcpyNode && s.cuGraphAddMemsetNode &&

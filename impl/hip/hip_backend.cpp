@@ -408,6 +408,11 @@ stream::DriverTable makeTable() {
       nullptr,
       nullptr,
       nullptr,
+      // Images: none (HIP 5.2 maps no external memory as arrays).
+      nullptr,
+      nullptr,
+      nullptr,
+      nullptr,
   };
   const Symbols& s = symbols();
   if (s.hipGraphCreate && s.hipGraphDestroy && s.hipGraphAddMemcpyNode1D &&
