@@ -329,10 +329,10 @@ struct VulkanMemoryImportInfo {
 /// cannot be asked how an image was created: state what its VkImageCreateInfo said.
 struct VulkanImageImportInfo {
   VulkanDevice vulkan;  ///< the Vulkan device the image was created on
-  /// The image and the memory bound to it (vkBindImageMemory). Borrowed: keep both (and the
-  /// VkDevice) alive until the baton image is destroyed and the last baton submission that uses
-  /// it has finished.
+  /// The image. Borrowed: keep it (and the VkDevice) alive until the baton image is destroyed
+  /// and the last baton submission that uses it has finished.
   VkImage image = VK_NULL_HANDLE;
+  /// The memory bound to the image (vkBindImageMemory). Borrowed as the image is.
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize allocationSize = 0;        ///< VkMemoryAllocateInfo::allocationSize
   VkDeviceSize memoryOffset = 0;          ///< vkBindImageMemory's memoryOffset
