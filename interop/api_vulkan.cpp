@@ -97,13 +97,41 @@ bool validRequest(InteropModeRequest r) {
          r == InteropModeRequest::Bridged;
 }
 
-enum class ImportKind { Semaphore, Memory };
+enum class ImportKind { Semaphore, Memory, Image };
 
-// Whether the backend of `device` implements native import of `kind` in this build and with
-// this driver.
-bool nativeImportProvided(const core::Device& device, ImportKind kind) {
-  return kind == ImportKind::Semaphore ? device.impl()->importsTimelineFd()
-                                       : device.impl()->importsMemoryFd();
+// Why `device` cannot import `kind` natively ("" when it can), as far as the baton device goes:
+// its backend's capability, and whether this build and driver implement the import.
+std::string whyNoDeviceImport(const core::Device& device, ImportKind kind) {
+  const PhysicalDeviceProperties& p = device.physical()->properties;
+  const core::DeviceImpl& impl = *device.impl();
+  bool capable = false, provided = false;
+  const char* what = "";
+  const char* hip = "";  // HIP's limits are the API's: they will not change with a driver update
+  switch (kind) {
+    case ImportKind::Semaphore:
+      capable = p.capabilities & kCapabilityExternalSemaphoreTimelineFd;
+      provided = impl.importsTimelineFd();
+      what = "external timeline semaphores";
+      hip = ": HIP (ROCm 5.2) has no timeline external-semaphore handle type";
+      break;
+    case ImportKind::Memory:
+      capable = p.capabilities & kCapabilityExternalMemoryOpaqueFd;
+      provided = impl.importsMemoryFd();
+      what = "external memory";
+      break;
+    case ImportKind::Image:
+      capable = provided = impl.importsImageFd();
+      what = "Vulkan images";
+      hip = ": HIP (ROCm 5.2) has no call that maps external memory as a mipmapped array";
+      break;
+  }
+  if (!capable)
+    return format("baton device %s (the %s backend) cannot import %s%s", device.label().c_str(),
+                  backendName(p.backend), what, p.backend == BackendKind::Hip ? hip : "");
+  if (!provided)
+    return format("native import is not implemented by the %s backend in this build",
+                  backendName(p.backend));
+  return "";
 }
 
 struct ModeChoice {
@@ -114,30 +142,19 @@ struct ModeChoice {
 };
 
 // Collects every reason native import is impossible (all of them, so that one message tells the
-// whole story), then applies the request.
+// whole story; `extra`: reasons of the object itself, such as an image's tiling), then applies
+// the request.
 ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanFunctions& fns,
-                      bool deviceChecked, core::Device* device, bool exportable) {
+                      bool deviceChecked, core::Device* device, bool exportable,
+                      const std::vector<std::string>& extra = {}) {
   const bool semaphore = kind == ImportKind::Semaphore;
   std::vector<std::string> why;
   if (!device) {
     why.push_back("no baton device was given to import into natively");
   } else {
     const PhysicalDeviceProperties& p = device->physical()->properties;
-    uint64_t bit =
-        semaphore ? kCapabilityExternalSemaphoreTimelineFd : kCapabilityExternalMemoryOpaqueFd;
-    if (!(p.capabilities & bit)) {
-      // HIP's limit is the API's, not the device's: say so, since it will not change with a
-      // driver update (ROCm 5.2's hipExternalSemaphoreHandleType has no timeline type).
-      const char* detail = semaphore && p.backend == BackendKind::Hip
-                               ? ": HIP (ROCm 5.2) has no timeline external-semaphore handle type"
-                               : "";
-      why.push_back(format("baton device %s (the %s backend) cannot import %s%s",
-                           device->label().c_str(), backendName(p.backend),
-                           semaphore ? "external timeline semaphores" : "external memory", detail));
-    } else if (!nativeImportProvided(*device, kind)) {
-      why.push_back(format("native import is not implemented by the %s backend in this build",
-                           backendName(p.backend)));
-    }
+    std::string deviceWhy = whyNoDeviceImport(*device, kind);
+    if (!deviceWhy.empty()) why.push_back(deviceWhy);
     if (std::memcmp(p.uuid, fns.deviceUuid, VK_UUID_SIZE) != 0) {
       if (p.backend != BackendKind::Host) {
         why.push_back(format("baton device %s (UUID %s) is not the Vulkan device %s (UUID %s)",
@@ -160,6 +177,7 @@ ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanF
     why.push_back(
         "the semaphore was not created exportable as OPAQUE_FD "
         "(VkExportSemaphoreCreateInfo) and no fd was given");
+  why.insert(why.end(), extra.begin(), extra.end());
 
   ModeChoice choice;
   for (const std::string& w : why)
@@ -194,7 +212,8 @@ ModeChoice chooseMode(ImportKind kind, InteropModeRequest request, const VulkanF
   if (request == InteropModeRequest::Native) {
     choice.refusal =
         Status(choice.uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
-               "native import is impossible: " + list);
+               std::string(kind == ImportKind::Image ? "native image import" : "native import") +
+                   " is impossible: " + list);
     return choice;
   }
   choice.reason = "bridged, because native import is impossible: " + list;
@@ -213,63 +232,116 @@ Status findOptionalDevice(Device handle, const core::Instance* instance, Ref<cor
   return Status();
 }
 
-// Native semaphore import into `device`: the caller's fd, or one exported here (closed again if
-// the import fails). On success *fdTaken says whether the caller's fd went to the driver.
+// Hands a descriptor to a driver import, `import(fd)`: the caller's `given`, or (-1) one
+// `exportFd` makes, closed here once the import is done or failed. The driver always gets a
+// duplicate (DriverFd), so that the caller's descriptor is untouched until the whole import has
+// succeeded; the caller's is then closed by the entry point, last.
+template <class Export, class Import>
+Status importDescriptor(int given, Export&& exportFd, Import&& import) {
+  int fd = given;
+  if (fd < 0) BATON_TRY(exportFd(&fd));
+  DriverFd dup(fd);
+  Status st = dup.status();
+  if (st.ok()) st = import(dup.get());
+  if (st.ok()) dup.taken();
+  if (given < 0) close(fd);
+  return st;
+}
+
+// vkGetSemaphoreFdKHR / vkGetMemoryFdKHR: a new OPAQUE_FD of `semaphore` / `memory`.
+Status exportSemaphoreFd(const VulkanFunctions& fns, VkDevice device, VkSemaphore semaphore,
+                         int* fd) {
+  auto get =
+      interop::vkStruct<VkSemaphoreGetFdInfoKHR>(VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR);
+  get.semaphore = semaphore;
+  get.handleType = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkResult r = fns.getSemaphoreFd(device, &get, fd);
+  return r == VK_SUCCESS ? Status() : interop::vkFailure("vkGetSemaphoreFdKHR (OPAQUE_FD)", r);
+}
+Status exportMemoryFd(const VulkanFunctions& fns, VkDevice device, VkDeviceMemory memory, int* fd) {
+  auto get = interop::vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
+  get.memory = memory;
+  get.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkResult r = fns.getMemoryFd(device, &get, fd);
+  return r == VK_SUCCESS ? Status() : interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
+}
+
+// Native semaphore import into `device` (the descriptor as importDescriptor).
 Status importTimeline(const VulkanFunctions& fns, const VulkanSemaphoreImportInfo& info,
-                      core::Device& device, Ref<core::DeviceTimeline>* out, bool* fdTaken) {
-  *fdTaken = false;
-  int fd = info.fd;
-  if (fd < 0) {
-    auto get =
-        interop::vkStruct<VkSemaphoreGetFdInfoKHR>(VK_STRUCTURE_TYPE_SEMAPHORE_GET_FD_INFO_KHR);
-    get.semaphore = info.semaphore;
-    get.handleType = VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT;
-    VkResult r = fns.getSemaphoreFd(info.vulkan.device, &get, &fd);
-    if (r != VK_SUCCESS) return interop::vkFailure("vkGetSemaphoreFdKHR (OPAQUE_FD)", r);
-  }
-  DriverFd given(fd);
-  Status st = given.status();
-  if (st.ok()) st = device.impl()->importTimelineFd(given.get(), device.handle, out);
-  if (!st.ok()) {
-    if (info.fd < 0) close(fd);
-    return st.context("importing the timeline semaphore into " + device.label());
-  }
-  given.taken();
-  close(fd);  // the driver has the duplicate
-  *fdTaken = info.fd >= 0;
-  return Status();
+                      core::Device& device, Ref<core::DeviceTimeline>* out) {
+  return importDescriptor(
+             info.fd,
+             [&](int* fd) {
+               return exportSemaphoreFd(fns, info.vulkan.device, info.semaphore, fd);
+             },
+             [&](int fd) { return device.impl()->importTimelineFd(fd, device.handle, out); })
+      .context("importing the timeline semaphore into " + device.label());
 }
 
 // Native memory import into `device`: *allocation and *keep as DeviceImpl::importMemoryFd; the
-// fd as importTimeline.
+// descriptor as importDescriptor.
 Status importMemoryNative(const VulkanFunctions& fns, const VulkanMemoryImportInfo& info,
-                          core::Device& device, core::Allocation* allocation, Ref<Object>* keep,
-                          bool* fdTaken) {
-  *fdTaken = false;
-  int fd = info.fd;
-  if (fd < 0) {
-    auto get = interop::vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
-    get.memory = info.memory;
-    get.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-    VkResult r = fns.getMemoryFd(info.vulkan.device, &get, &fd);
-    if (r != VK_SUCCESS) return interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
-  }
-  DriverFd given(fd);
-  core::MemoryFdImport import;
-  import.fd = given.get();
-  import.allocationSize = info.allocationSize;
-  import.offset = info.offset;
-  import.size = info.size;
-  import.dedicated = info.dedicated;
-  Status st = given.status();
-  if (st.ok()) st = device.impl()->importMemoryFd(import, allocation, keep);
-  if (!st.ok()) {
-    if (info.fd < 0) close(fd);
-    return st.context("importing Vulkan memory into " + device.label());
-  }
-  given.taken();
-  close(fd);  // the driver has the duplicate
-  *fdTaken = info.fd >= 0;
+                          core::Device& device, core::Allocation* allocation, Ref<Object>* keep) {
+  return importDescriptor(
+             info.fd,
+             [&](int* fd) { return exportMemoryFd(fns, info.vulkan.device, info.memory, fd); },
+             [&](int fd) {
+               core::MemoryFdImport import;
+               import.fd = fd;
+               import.allocationSize = info.allocationSize;
+               import.offset = info.offset;
+               import.size = info.size;
+               import.dedicated = info.dedicated;
+               return device.impl()->importMemoryFd(import, allocation, keep);
+             })
+      .context("importing Vulkan memory into " + device.label());
+}
+
+// Loads the functions of `vulkan` (instance and device level) and checks that `memoryTypeIndex`
+// is one of its memory types (*props: the memory properties).
+Status loadForMemoryImport(const VulkanDevice& vulkan, uint32_t memoryTypeIndex,
+                           VulkanFunctions* fns, VkPhysicalDeviceMemoryProperties* props) {
+  BATON_TRY(interop::loadInstance(vulkan, fns));
+  BATON_TRY(interop::loadDevice(vulkan, fns));
+  fns->getPhysicalDeviceMemoryProperties(vulkan.physicalDevice, props);
+  if (memoryTypeIndex >= props->memoryTypeCount)
+    return error(Result::ErrorInvalidArgument,
+                 "memoryTypeIndex %u is not a memory type of %s (it has %u): state the "
+                 "VkMemoryAllocateInfo::memoryTypeIndex the memory was allocated with",
+                 memoryTypeIndex, fns->label.c_str(), props->memoryTypeCount);
+  return Status();
+}
+
+// Bridged imports share memory by mapping: a HOST_VISIBLE | HOST_COHERENT type (no flushes to
+// order). `what` names the import in messages, `reason` says why bridged.
+Status checkHostCoherent(const VulkanFunctions& fns, const VkPhysicalDeviceMemoryProperties& props,
+                         uint32_t type, const char* what, const std::string& reason) {
+  const VkMemoryPropertyFlags needed =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  VkMemoryPropertyFlags flags = props.memoryTypes[type].propertyFlags;
+  if ((flags & needed) != needed)
+    return error(Result::ErrorNotSupported,
+                 "bridged %s import shares memory by mapping, so it needs a HOST_VISIBLE | "
+                 "HOST_COHERENT memory type; type %u of %s has flags 0x%x (%s)",
+                 what, type, fns.label.c_str(), flags, reason.c_str());
+  return Status();
+}
+
+// Maps [offset, +size) of `memory` for a bridged import, unless the caller mapped it (`given`).
+// *mapped: baton mapped it (and unmaps it with the import).
+Status mapForBridge(const VulkanFunctions& fns, VkDevice device, VkDeviceMemory memory,
+                    VkDeviceSize offset, VkDeviceSize size, void* given, void** host,
+                    bool* mapped) {
+  *mapped = false;
+  *host = given;
+  if (given) return Status();
+  VkResult r = fns.mapMemory(device, memory, offset, size, 0, host);
+  if (r != VK_SUCCESS)
+    return interop::vkFailure(
+        "vkMapMemory (is the memory already mapped? Vulkan allows one "
+        "mapping per allocation: pass it as hostPointer)",
+        r);
+  *mapped = true;
   return Status();
 }
 
@@ -315,9 +387,8 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   if (r != VK_SUCCESS)
     return interop::vkFailure("vkGetSemaphoreCounterValue (reading the value to import)", r);
   Ref<core::DeviceTimeline> external;
-  bool fdTaken = false;  // the driver owns info.fd now
   if (choice.mode == InteropMode::Native) {
-    Status imported = importTimeline(fns, info, *device, &external, &fdTaken);
+    Status imported = importTimeline(fns, info, *device, &external);
     if (!imported.ok()) {
       if (info.mode == InteropModeRequest::Native) return imported;
       choice.mode = InteropMode::Bridged;  // Auto: still usable, bridged
@@ -343,7 +414,7 @@ Status importSemaphore(const Ref<core::Instance>& inst, const VulkanSemaphoreImp
   }
   s->setHandle(h);
   inst->children.add(h, ObjectType::Semaphore);
-  if (info.fd >= 0 && !fdTaken) close(info.fd);  // bridged mode has no use for it
+  if (info.fd >= 0) close(info.fd);  // baton's now (native: the driver has a duplicate)
   core::message(inst.get(), choice.uuidMismatch ? MessageSeverity::Warning : MessageSeverity::Info,
                 "semaphore '" + name + "' imported from Vulkan device " + fns.label + " in " +
                     interopModeName(choice.mode) + " mode: " + choice.reason);
@@ -405,15 +476,13 @@ Status publishImported(const Ref<core::Device>& dev, const VulkanMemoryImportInf
 }
 
 VkExternalSemaphoreHandleTypeFlags batonSemaphoreTypes(const core::Device* d) {
-  return d && (d->physical()->properties.capabilities & kCapabilityExternalSemaphoreTimelineFd) &&
-                 nativeImportProvided(*d, ImportKind::Semaphore)
+  return d && whyNoDeviceImport(*d, ImportKind::Semaphore).empty()
              ? VK_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD_BIT
              : 0;
 }
 
 VkExternalMemoryHandleTypeFlags batonMemoryTypes(const core::Device* d) {
-  return d && (d->physical()->properties.capabilities & kCapabilityExternalMemoryOpaqueFd) &&
-                 nativeImportProvided(*d, ImportKind::Memory)
+  return d && whyNoDeviceImport(*d, ImportKind::Memory).empty()
              ? VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
              : 0;
 }
@@ -563,32 +632,18 @@ Result importVulkanSemaphoreFd(Device device, const VulkanSemaphoreFdImportInfo&
                    "Vulkan timeline semaphore",
                    info.fd);
     BATON_TRY(checkFd(info.fd, "VulkanSemaphoreFdImportInfo::fd"));
-    const PhysicalDeviceProperties& p = dev->physical()->properties;
-    if (!(p.capabilities & kCapabilityExternalSemaphoreTimelineFd)) {
-      const char* why =
-          p.backend == BackendKind::Host
-              ? "the host backend has no driver to import a Vulkan semaphore into; in the process "
-                "that owns the VkDevice, importVulkanSemaphore bridges it"
-          : p.backend == BackendKind::Hip
-              ? "HIP (ROCm 5.2) has no timeline external-semaphore handle type"
-              : "its driver does not report timeline semaphore interop";
+    std::string why = whyNoDeviceImport(*dev, ImportKind::Semaphore);
+    if (!why.empty())
       return error(Result::ErrorNotSupported,
-                   "%s cannot import a Vulkan timeline from its descriptor: %s",
-                   dev->label().c_str(), why);
-    }
-    if (!dev->impl()->importsTimelineFd())
-      return error(Result::ErrorNotSupported,
-                   "native import is not implemented by the %s backend in this build",
-                   backendName(p.backend));
-    // The caller's descriptor stays untouched until everything succeeded (DriverFd).
-    DriverFd given(info.fd);
-    BATON_TRY(given.status());
+                   "%s cannot import a Vulkan timeline from its descriptor: %s (in the process "
+                   "that owns the VkDevice, importVulkanSemaphore bridges any device)",
+                   dev->label().c_str(), why.c_str());
     Ref<core::DeviceTimeline> external;
-    Status imported = dev->impl()->importTimelineFd(given.get(), dev->handle, &external);
-    if (!imported.ok())
-      return imported.context(format("importing a Vulkan timeline from descriptor %d into %s",
-                                     info.fd, dev->label().c_str()));
-    given.taken();
+    BATON_TRY(importDescriptor(
+                  info.fd, [](int*) { return Status(); },
+                  [&](int fd) { return dev->impl()->importTimelineFd(fd, dev->handle, &external); })
+                  .context(format("importing a Vulkan timeline from descriptor %d into %s", info.fd,
+                                  dev->label().c_str())));
     std::string name = info.debugName && info.debugName[0] ? info.debugName : "vulkan-fd-timeline";
     Ref<core::Semaphore> s =
         makeRef<core::Semaphore>(Ref<core::Instance>(dev->instance()), info.initialValue, name);
@@ -638,69 +693,48 @@ Result importVulkanMemory(Device device, const VulkanMemoryImportInfo& info,
                    static_cast<unsigned>(info.mode));
     BATON_TRY(checkFd(info.fd, "VulkanMemoryImportInfo::fd"));
     VulkanFunctions fns;
-    BATON_TRY(interop::loadInstance(info.vulkan, &fns));
-    BATON_TRY(interop::loadDevice(info.vulkan, &fns));
     VkPhysicalDeviceMemoryProperties memProps;
-    fns.getPhysicalDeviceMemoryProperties(info.vulkan.physicalDevice, &memProps);
-    if (info.memoryTypeIndex >= memProps.memoryTypeCount)
-      return error(Result::ErrorInvalidArgument,
-                   "memoryTypeIndex %u is not a memory type of %s (it has %u): state the "
-                   "VkMemoryAllocateInfo::memoryTypeIndex the memory was allocated with",
-                   info.memoryTypeIndex, fns.label.c_str(), memProps.memoryTypeCount);
+    BATON_TRY(loadForMemoryImport(info.vulkan, info.memoryTypeIndex, &fns, &memProps));
 
     ModeChoice choice = chooseMode(ImportKind::Memory, info.mode, fns, true, dev.get(), true);
     if (!choice.refusal.ok()) return choice.refusal;
     if (choice.mode == InteropMode::Native) {
       core::Allocation allocation;
       Ref<Object> native;
-      bool fdTaken = false;
-      Status imported = importMemoryNative(fns, info, *dev, &allocation, &native, &fdTaken);
+      Status imported = importMemoryNative(fns, info, *dev, &allocation, &native);
       if (imported.ok()) {
-        if (info.fd >= 0 && !fdTaken) close(info.fd);
         Ref<ImportedMemory> memory = makeRef<ImportedMemory>(
             fns, info.vulkan.device, info.memory, false, choice.mode, choice.reason, native);
-        return publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::Device,
-                               buffer);
+        BATON_TRY(publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::Device,
+                                  buffer));
+        if (info.fd >= 0) close(info.fd);  // baton's now (the driver has a duplicate)
+        return Status();
       }
       if (info.mode == InteropModeRequest::Native) return imported;
       choice.mode = InteropMode::Bridged;  // Auto: try the mapping
       choice.reason = "bridged, because native import failed: " + imported.message();
     }
 
-    const VkMemoryPropertyFlags needed =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    VkMemoryPropertyFlags flags = memProps.memoryTypes[info.memoryTypeIndex].propertyFlags;
-    if ((flags & needed) != needed)
-      return error(Result::ErrorNotSupported,
-                   "bridged memory import shares memory by mapping, so it needs a HOST_VISIBLE | "
-                   "HOST_COHERENT memory type; type %u of %s has flags 0x%x (%s)",
-                   info.memoryTypeIndex, fns.label.c_str(), flags, choice.reason.c_str());
+    BATON_TRY(checkHostCoherent(fns, memProps, info.memoryTypeIndex, "memory", choice.reason));
     if (dev->backend() != BackendKind::Host)
       return error(Result::ErrorNotSupported,
                    "bridged memory import into %s needs its backend to register the host mapping "
                    "(cuMemHostRegister), which this build does not do (%s)",
                    dev->label().c_str(), choice.reason.c_str());
-
-    void* host = info.hostPointer;
+    void* host = nullptr;
     bool mapped = false;
-    if (!host) {
-      VkResult r = fns.mapMemory(info.vulkan.device, info.memory, info.offset, info.size, 0, &host);
-      if (r != VK_SUCCESS)
-        return interop::vkFailure(
-            "vkMapMemory (is the memory already mapped? Vulkan allows one "
-            "mapping per allocation: pass it as hostPointer)",
-            r);
-      mapped = true;
-    }
+    BATON_TRY(mapForBridge(fns, info.vulkan.device, info.memory, info.offset, info.size,
+                           info.hostPointer, &host, &mapped));
     Ref<ImportedMemory> memory = makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory,
                                                          mapped, choice.mode, choice.reason);
     core::Allocation allocation;
     allocation.host = host;
     allocation.deviceAddress = reinterpret_cast<uintptr_t>(host);
     allocation.size = info.size;
-    if (info.fd >= 0) close(info.fd);
-    return publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::HostPinned,
-                           buffer);
+    BATON_TRY(publishImported(dev, info, fns, choice, memory, allocation, MemoryKind::HostPinned,
+                              buffer));
+    if (info.fd >= 0) close(info.fd);  // bridged mode has no use for it
+    return Status();
   });
 }
 
@@ -804,15 +838,8 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
                    "of baton::ImageFormat are (docs/guide.md, 'Vulkan images')",
                    interop::vkFormatName(info.format).c_str());
     VulkanFunctions fns;
-    BATON_TRY(interop::loadInstance(info.vulkan, &fns));
-    BATON_TRY(interop::loadDevice(info.vulkan, &fns));
     VkPhysicalDeviceMemoryProperties memProps;
-    fns.getPhysicalDeviceMemoryProperties(info.vulkan.physicalDevice, &memProps);
-    if (info.memoryTypeIndex >= memProps.memoryTypeCount)
-      return error(Result::ErrorInvalidArgument,
-                   "memoryTypeIndex %u is not a memory type of %s (it has %u): state the "
-                   "VkMemoryAllocateInfo::memoryTypeIndex the memory was allocated with",
-                   info.memoryTypeIndex, fns.label.c_str(), memProps.memoryTypeCount);
+    BATON_TRY(loadForMemoryImport(info.vulkan, info.memoryTypeIndex, &fns, &memProps));
 
     std::string name = info.debugName && info.debugName[0] ? info.debugName : "vulkan-image";
     std::string label = format("image '%s' (%s %ux%u, %u level(s), %u layer(s))", name.c_str(),
@@ -826,132 +853,79 @@ Result importVulkanImage(Device device, const VulkanImageImportInfo& info, Image
     imageInfo.arrayLayers = info.arrayLayers;
     Ref<core::Image> img = makeRef<core::Image>(dev, imageInfo, label);
 
-    // Native: every reason it is impossible, so that one message tells the whole story.
-    std::vector<std::string> why;
-    bool uuidMismatch = false;
-    const bool hostDevice = dev->backend() == BackendKind::Host;
-    const PhysicalDeviceProperties& props = dev->physical()->properties;
-    if (!dev->impl()->importsImageFd()) {
-      why.push_back(
-          format("%s (the %s backend) cannot map image memory as its own images%s",
-                 dev->label().c_str(), backendName(props.backend),
-                 props.backend == BackendKind::Hip
-                     ? ": HIP (ROCm 5.2) has no call that maps external memory as a mipmapped array"
-                     : ""));
-    } else {
-      if (std::memcmp(props.uuid, fns.deviceUuid, VK_UUID_SIZE) != 0) {
-        uuidMismatch = true;
-        why.push_back(format("baton device %s (UUID %s) is not the Vulkan device %s (UUID %s)",
-                             dev->label().c_str(), interop::uuidText(props.uuid).c_str(),
-                             fns.label.c_str(), interop::uuidText(fns.deviceUuid).c_str()));
-      }
+    // What only an image can make impossible, where the device maps images at all.
+    std::vector<std::string> imageWhy;
+    if (dev->impl()->importsImageFd()) {
       if (info.tiling == VK_IMAGE_TILING_LINEAR)
-        why.push_back(
+        imageWhy.push_back(
             "CUDA maps only OPTIMAL images as arrays (cuExternalMemoryGetMappedMipmappedArray "
             "refused a LINEAR one with CUDA_ERROR_INVALID_VALUE on the H100)");
       if (info.mipLevels > 1 && info.arrayLayers > 1)
-        why.push_back(
+        imageWhy.push_back(
             "an image with several levels and several layers: CUDA's layered mipmapped array does "
             "not lay out layers past the first as the NVIDIA Vulkan driver does (measured on the "
             "H100); import one with one level, or one layer");
     }
-    if (!fns.hasExternalMemoryFd)
-      why.push_back(format("%s is not supported by the Vulkan device %s",
-                           VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME, fns.label.c_str()));
-    else if (info.fd < 0 && !fns.getMemoryFd)
-      why.push_back(format("%s is not enabled on the VkDevice and no fd was given",
-                           VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME));
-    std::string list;
-    for (size_t i = 0; i < why.size(); ++i) list += (i ? "; " : "") + why[i];
+    ModeChoice choice =
+        chooseMode(ImportKind::Image, info.mode, fns, true, dev.get(), true, imageWhy);
+    if (!choice.refusal.ok()) return choice.refusal;
 
-    const bool native = info.mode != InteropModeRequest::Bridged && why.empty();
-    if (!native && info.mode == InteropModeRequest::Native)
-      return error(uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
-                   "native image import is impossible: %s", list.c_str());
-    if (!native && !hostDevice)
-      return error(uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
-                   "%s cannot import this Vulkan image: native import is impossible (%s), and "
-                   "bridged images are shared by mapping, which only the host backend's copies "
-                   "use",
-                   dev->label().c_str(), list.c_str());
-
-    if (native) {
-      int fd = info.fd;
-      if (fd < 0) {
-        auto get =
-            interop::vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
-        get.memory = info.memory;
-        get.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-        VkResult r = fns.getMemoryFd(info.vulkan.device, &get, &fd);
-        if (r != VK_SUCCESS) return interop::vkFailure("vkGetMemoryFdKHR (OPAQUE_FD)", r);
-      }
-      DriverFd given(fd);
-      core::ImageFdImport in;
-      in.fd = given.get();
-      in.allocationSize = info.allocationSize;
-      in.offset = info.memoryOffset;
-      in.dedicated = info.dedicated;
-      in.colorAttachment = (info.usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0;
-      Status imported = given.status();
-      if (imported.ok()) imported = dev->impl()->importImageFd(in, *img);
-      if (!imported.ok()) {
-        if (info.fd < 0) close(fd);
-        return imported.context("importing " + label + " into " + dev->label());
-      }
-      given.taken();
-      close(fd);  // the driver has the duplicate (the caller's, if it gave one, is baton's)
+    if (choice.mode == InteropMode::Native) {
+      BATON_TRY(
+          importDescriptor(
+              info.fd,
+              [&](int* fd) { return exportMemoryFd(fns, info.vulkan.device, info.memory, fd); },
+              [&](int fd) {
+                core::ImageFdImport in;
+                in.fd = fd;
+                in.allocationSize = info.allocationSize;
+                in.offset = info.memoryOffset;
+                in.dedicated = info.dedicated;
+                in.colorAttachment = (info.usage & VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT) != 0;
+                return dev->impl()->importImageFd(in, *img);
+              })
+              .context("importing " + label + " into " + dev->label()));
       const std::string reason =
           "the memory is mapped as the device's own image (a CUDA mipmapped array)";
       Ref<Object> driverObjects = std::move(img->memory);
       img->memory =
           makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory, false, InteropMode::Native,
                                   reason, std::move(driverObjects), info.image);
-      return publishImage(dev, img, label, fns, InteropMode::Native, reason, image);
+      BATON_TRY(publishImage(dev, img, label, fns, InteropMode::Native, reason, image));
+      if (info.fd >= 0) close(info.fd);  // baton's now (the driver has a duplicate)
+      return Status();
     }
 
-    // Bridged: a LINEAR image in host-visible, coherent memory, mapped.
+    // Bridged: a LINEAR image in host-visible, coherent memory, mapped; the host backend only.
+    if (dev->backend() != BackendKind::Host)
+      return error(choice.uuidMismatch ? Result::ErrorDeviceMismatch : Result::ErrorNotSupported,
+                   "%s cannot import this Vulkan image: %s, and bridged images are shared by "
+                   "mapping, which only the host backend's copies use",
+                   dev->label().c_str(), choice.reason.c_str());
     if (info.tiling != VK_IMAGE_TILING_LINEAR)
       return error(Result::ErrorNotSupported,
                    "bridged image import shares a LINEAR image by mapping; an OPTIMAL image's "
-                   "texel layout is the driver's own and cannot be read through a mapping (native "
-                   "import is impossible: %s)",
-                   list.c_str());
-    const VkMemoryPropertyFlags needed =
-        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    VkMemoryPropertyFlags flags = memProps.memoryTypes[info.memoryTypeIndex].propertyFlags;
-    if ((flags & needed) != needed)
-      return error(Result::ErrorNotSupported,
-                   "bridged image import shares memory by mapping, so it needs a HOST_VISIBLE | "
-                   "HOST_COHERENT memory type; type %u of %s has flags 0x%x",
-                   info.memoryTypeIndex, fns.label.c_str(), flags);
+                   "texel layout is the driver's own and cannot be read through a mapping (%s)",
+                   choice.reason.c_str());
+    BATON_TRY(checkHostCoherent(fns, memProps, info.memoryTypeIndex, "image", choice.reason));
     if (!fns.getImageSubresourceLayout)
       return error(Result::ErrorNotSupported, "%s has no vkGetImageSubresourceLayout",
                    fns.label.c_str());
-    void* host = info.hostPointer;
+    void* host = nullptr;
     bool mapped = false;
-    if (!host) {
-      VkResult r = fns.mapMemory(info.vulkan.device, info.memory, info.memoryOffset, VK_WHOLE_SIZE,
-                                 0, &host);
-      if (r != VK_SUCCESS)
-        return interop::vkFailure(
-            "vkMapMemory (is the memory already mapped? Vulkan allows one "
-            "mapping per allocation: pass it as hostPointer)",
-            r);
-      mapped = true;
-    }
+    BATON_TRY(mapForBridge(fns, info.vulkan.device, info.memory, info.memoryOffset, VK_WHOLE_SIZE,
+                           info.hostPointer, &host, &mapped));
     const std::string reason =
-        info.mode == InteropModeRequest::Bridged
-            ? "bridged mode was requested: a LINEAR image in HOST_VISIBLE | HOST_COHERENT "
-              "memory, shared by mapping with the host backend"
-            : "a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory, shared by mapping with the "
-              "host backend (native import is impossible: " +
-                  list + ")";
+        "a LINEAR image in HOST_VISIBLE | HOST_COHERENT memory, shared by mapping with the host "
+        "backend (" +
+        choice.reason + ")";
     // From here on the mapping is the import's: released with the image's last reference.
     img->memory = makeRef<ImportedMemory>(fns, info.vulkan.device, info.memory, mapped,
                                           InteropMode::Bridged, reason, Ref<Object>(), info.image);
     BATON_TRY(bridgedLevels(fns, info, static_cast<uint8_t*>(host), *img));
+    BATON_TRY(publishImage(dev, img, label, fns, InteropMode::Bridged, reason, image));
     if (info.fd >= 0) close(info.fd);  // bridged mode has no use for it
-    return publishImage(dev, img, label, fns, InteropMode::Bridged, reason, image);
+    return Status();
   });
 }
 

@@ -337,12 +337,20 @@ class Image : public Object {
   uint64_t handle = 0;
 };
 
+// How a region's texels lie in its buffer (BufferImageCopy): texels from one row's start to the
+// next's, and rows from one layer's start to the next's (0 in the region: tightly).
+inline uint64_t regionRowLength(const BufferImageCopy& r) noexcept {
+  return r.bufferRowLength ? r.bufferRowLength : r.width;
+}
+inline uint64_t regionImageHeight(const BufferImageCopy& r) noexcept {
+  return r.bufferImageHeight ? r.bufferImageHeight : r.height;
+}
+
 // The bytes a region spans in its buffer, from bufferOffset: through the last texel of the last
 // row of the last layer. Regions are checked (CommandBuffer::copyBufferToImage) before this.
 inline uint64_t regionBufferSpan(const BufferImageCopy& r, uint32_t texelBytes) noexcept {
-  const uint64_t rowLength = r.bufferRowLength ? r.bufferRowLength : r.width;
-  const uint64_t imageHeight = r.bufferImageHeight ? r.bufferImageHeight : r.height;
-  return ((uint64_t(r.layerCount) - 1) * imageHeight + (r.height - 1)) * rowLength * texelBytes +
+  return ((uint64_t(r.layerCount) - 1) * regionImageHeight(r) + (r.height - 1)) *
+             regionRowLength(r) * texelBytes +
          uint64_t(r.width) * texelBytes;
 }
 

@@ -138,9 +138,17 @@ Status hostAlloc(void** host, uint64_t* deviceAddress, uint64_t size) {
 }
 Status hostFree(void* host) { return BATON_CU_STATUS(cuMemFreeHost, host); }
 
-// A descriptor that is not a timeline semaphore's (a pipe, another file) is answered with
-// CUDA_ERROR_UNKNOWN on the H100 (driver 580), which otherwise means a sticky fault: here it is
-// the caller's argument, as in vmmImport.
+// The result of an import of a descriptor (`call`). One that is not what the import takes (a
+// pipe, another file, another kind of object) is answered with CUDA_ERROR_UNKNOWN on the H100
+// (driver 580), which otherwise means a sticky fault: here it is the caller's argument, and the
+// message says the descriptor is not `what`.
+Status descriptorImport(CUresult r, const char* call, const char* what) {
+  Status st = toStatus(r, call);
+  if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE)
+    return Status(Result::ErrorInvalidArgument, st.message() + ": the descriptor is not " + what);
+  return st;
+}
+
 Status importTimelineFd(int fd, void** semaphore) {
   CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc{};
   desc.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD;
@@ -148,13 +156,8 @@ Status importTimelineFd(int fd, void** semaphore) {
   CUexternalSemaphore s = nullptr;
   CUresult r = BATON_CU(cuImportExternalSemaphore, &s, &desc);
   *semaphore = s;
-  Status st = toStatus(r, "cuImportExternalSemaphore");
-  if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE)
-    return Status(Result::ErrorInvalidArgument,
-                  st.message() +
-                      ": the descriptor is not an OPAQUE_FD of a timeline semaphore "
-                      "this device can import");
-  return st;
+  return descriptorImport(r, "cuImportExternalSemaphore",
+                          "an OPAQUE_FD of a timeline semaphore this device can import");
 }
 Status destroyExternalSemaphore(void* semaphore) {
   return BATON_CU_STATUS(cuDestroyExternalSemaphore, static_cast<CUexternalSemaphore>(semaphore));
@@ -201,6 +204,18 @@ Status waitExternal(void* semaphore, uint64_t value, void* stream) {
   auto s = static_cast<CUexternalSemaphore>(semaphore);
   return BATON_CU_STATUS(cuWaitExternalSemaphoresAsync, &s, &params, 1u,
                          static_cast<CUstream>(stream));
+}
+Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
+  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
+  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+  desc.handle.fd = fd;
+  desc.size = size;
+  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0u;
+  CUexternalMemory m = nullptr;
+  CUresult r = BATON_CU(cuImportExternalMemory, &m, &desc);
+  *memory = m;
+  return descriptorImport(r, "cuImportExternalMemory",
+                          "an OPAQUE_FD of memory this device can import");
 }
 // Images: how each ImageFormat is laid out as a CUDA array, and how its texture reads it.
 struct ArrayFormat {
@@ -276,24 +291,8 @@ Status importImage(const stream::ImageImport& in, stream::ImageObjects* out) {
   if (!arrayFormat(in.format, &af))
     return Status(Result::ErrorNotSupported, "no CUDA array format for this image format");
   stream::ImageObjects o;
-  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
-  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-  desc.handle.fd = in.fd;
-  desc.size = in.allocationSize;
-  desc.flags = in.dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0;
-  CUexternalMemory memory = nullptr;
-  CUresult r = BATON_CU(cuImportExternalMemory, &memory, &desc);
-  if (r != CUDA_SUCCESS) {
-    Status st = toStatus(r, "cuImportExternalMemory");
-    // A descriptor that is not an allocation's: CUDA_ERROR_UNKNOWN on the H100 (driver 580).
-    if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE)
-      return Status(Result::ErrorInvalidArgument,
-                    st.message() +
-                        ": the descriptor is not an OPAQUE_FD of memory this device "
-                        "can import");
-    return st;
-  }
-  o.memory = memory;  // the driver owns the fd from here on
+  BATON_TRY(importMemoryFd(in.fd, in.allocationSize, in.dedicated, &o.memory));
+  auto memory = static_cast<CUexternalMemory>(o.memory);  // the driver owns the fd from here on
   CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC m{};
   m.offset = in.offset;
   m.arrayDesc.Width = in.width;
@@ -305,7 +304,7 @@ Status importImage(const stream::ImageImport& in, stream::ImageObjects* out) {
                       (in.colorAttachment ? CUDA_ARRAY3D_COLOR_ATTACHMENT : 0);
   m.numLevels = in.levels;
   CUmipmappedArray mipmap = nullptr;
-  r = BATON_CU(cuExternalMemoryGetMappedMipmappedArray, &mipmap, memory, &m);
+  CUresult r = BATON_CU(cuExternalMemoryGetMappedMipmappedArray, &mipmap, memory, &m);
   Status st = toStatus(r, "cuExternalMemoryGetMappedMipmappedArray");
   // An extent, level count or allocation size that does not fit: CUDA_ERROR_INVALID_VALUE on the
   // H100 (driver 580). The caller's description is wrong, not the driver.
@@ -389,17 +388,6 @@ Status memcpyImageAsync(const stream::ImageCopy& c, void* stream) {
   return BATON_CU_STATUS(cuMemcpy3DAsync, &p, static_cast<CUstream>(stream));
 }
 
-Status importMemoryFd(int fd, uint64_t size, bool dedicated, void** memory) {
-  CUDA_EXTERNAL_MEMORY_HANDLE_DESC desc{};
-  desc.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
-  desc.handle.fd = fd;
-  desc.size = size;
-  desc.flags = dedicated ? CUDA_EXTERNAL_MEMORY_DEDICATED : 0u;
-  CUexternalMemory m = nullptr;
-  Status st = BATON_CU_STATUS(cuImportExternalMemory, &m, &desc);
-  *memory = m;
-  return st;
-}
 Status mapExternalMemory(void* memory, uint64_t offset, uint64_t size, uint64_t* address) {
   CUDA_EXTERNAL_MEMORY_BUFFER_DESC desc{};
   desc.offset = offset;
@@ -448,20 +436,18 @@ Status vmmExport(uint64_t handle, int* fd) {
   return st;
 }
 // The descriptor travels as the pointer's value, as the driver documents for POSIX descriptors.
-// A descriptor that is not an allocation's (closed, a pipe, another file) is answered with
-// CUDA_ERROR_UNKNOWN on the H100 (driver 580), which otherwise means a sticky fault: here it is
-// the caller's argument.
+// One that is not an allocation's: descriptorImport.
 Status vmmImport(int fd, uint64_t* handle) {
   CUmemGenericAllocationHandle h = 0;
   CUresult r = BATON_CU(cuMemImportFromShareableHandle, &h,
                         reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
   *handle = h;
-  Status st = toStatus(r, "cuMemImportFromShareableHandle");
-  if (r == CUDA_ERROR_UNKNOWN || r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_INVALID_HANDLE ||
-      r == CUDA_ERROR_NOT_SUPPORTED)
-    return Status(Result::ErrorInvalidArgument, st.message());
-  return st;
+  if (r == CUDA_ERROR_NOT_SUPPORTED)
+    return Status(Result::ErrorInvalidArgument,
+                  toStatus(r, "cuMemImportFromShareableHandle").message());
+  return descriptorImport(r, "cuMemImportFromShareableHandle",
+                          "a shareable allocation's descriptor this device can import");
 }
 Status vmmDevice(uint64_t handle, int* ordinal) {
   CUmemAllocationProp prop{};

@@ -205,13 +205,13 @@ class HostQueue final : public QueueImpl {
     const uint32_t texel = c.image->texelBytes;
     for (const BufferImageCopy& r : c.regions) {
       const core::Image::Level& level = c.image->levels[r.mipLevel];
-      const uint64_t rowLength = r.bufferRowLength ? r.bufferRowLength : r.width;
-      const uint64_t imageHeight = r.bufferImageHeight ? r.bufferImageHeight : r.height;
+      const uint64_t bufferPitch = core::regionRowLength(r) * texel;
+      const uint64_t bufferRows = core::regionImageHeight(r);
       const size_t rowBytes = size_t(r.width) * texel;
+      auto* first = static_cast<uint8_t*>(hostPointer(buffer, r.bufferOffset));
       for (uint32_t layer = 0; layer < r.layerCount; ++layer) {
         for (uint32_t row = 0; row < r.height; ++row) {
-          uint8_t* inBuffer = static_cast<uint8_t*>(hostPointer(buffer, r.bufferOffset)) +
-                              (layer * imageHeight + row) * rowLength * texel;
+          uint8_t* inBuffer = first + (layer * bufferRows + row) * bufferPitch;
           uint8_t* inImage = level.host + (r.baseArrayLayer + layer) * level.layerPitch +
                              (r.y + row) * level.rowPitch + size_t(r.x) * texel;
           if (toImage)

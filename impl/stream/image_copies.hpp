@@ -18,8 +18,8 @@ Status forEachImageCopy(const core::Command& c, Emit&& emit) {
     ImageCopy copy;
     copy.toImage = toImage;
     copy.buffer = buffer.allocation.deviceAddress + r.bufferOffset;
-    copy.bufferPitch = uint64_t(r.bufferRowLength ? r.bufferRowLength : r.width) * texel;
-    copy.bufferRows = r.bufferImageHeight ? r.bufferImageHeight : r.height;
+    copy.bufferPitch = core::regionRowLength(r) * texel;
+    copy.bufferRows = core::regionImageHeight(r);
     copy.array = c.image->levels[r.mipLevel].array;
     copy.xBytes = uint64_t(r.x) * texel;
     copy.y = r.y;
