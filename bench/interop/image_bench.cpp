@@ -183,47 +183,9 @@ struct Env {
   uint32_t width = 0, height = 0;
   // The frame: an OPTIMAL RGBA16F image in exportable, dedicated device memory; and the buffer
   // flow's exportable buffer.
-  VkImage image = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkDeviceSize allocationSize = 0;
-  uint32_t memoryType = 0;
+  test::VulkanImage frame;
   test::VulkanBuffer buffer;
 };
-
-// The frame image: OPTIMAL, exportable, dedicated.
-void createFrame(Env& e) {
-  VulkanContext& vk = *e.vk;
-  auto external = vkStruct<VkExternalMemoryImageCreateInfo>(
-      VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO);
-  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  auto info = vkStruct<VkImageCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, &external);
-  info.imageType = VK_IMAGE_TYPE_2D;
-  info.format = VK_FORMAT_R16G16B16A16_SFLOAT;
-  info.extent = {e.width, e.height, 1};
-  info.mipLevels = 1;
-  info.arrayLayers = 1;
-  info.samples = VK_SAMPLE_COUNT_1_BIT;
-  info.tiling = VK_IMAGE_TILING_OPTIMAL;
-  info.usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
-               VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_SAMPLED_BIT;
-  vkOk(vkCreateImage(vk.device, &info, nullptr, &e.image), "vkCreateImage");
-  VkMemoryRequirements req;
-  vkGetImageMemoryRequirements(vk.device, e.image, &req);
-  auto dedicated =
-      vkStruct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
-  dedicated.image = e.image;
-  auto exportInfo = vkStruct<VkExportMemoryAllocateInfo>(
-      VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated);
-  exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, &exportInfo);
-  alloc.allocationSize = req.size;
-  alloc.memoryTypeIndex =
-      vk.findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  vkOk(vkAllocateMemory(vk.device, &alloc, nullptr, &e.memory), "vkAllocateMemory");
-  vkOk(vkBindImageMemory(vk.device, e.image, e.memory, 0), "vkBindImageMemory");
-  e.allocationSize = req.size;
-  e.memoryType = alloc.memoryTypeIndex;
-}
 
 // Vulkan's part of a frame: take the image back from CUDA (after the first frame), in the buffer
 // flow copy it into the buffer and (from the second frame) the buffer's processed texels back in,
@@ -233,7 +195,7 @@ VkCommandBuffer recordVulkanFrame(Env& e, bool first, bool bufferFlow) {
   return vk.record([&](VkCommandBuffer c) {
     auto b = vkStruct<VkImageMemoryBarrier>(VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER);
     b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    b.image = e.image;
+    b.image = e.frame.image;
     b.oldLayout = first ? VK_IMAGE_LAYOUT_UNDEFINED : VK_IMAGE_LAYOUT_GENERAL;
     b.newLayout = VK_IMAGE_LAYOUT_GENERAL;
     b.srcQueueFamilyIndex =
@@ -247,14 +209,14 @@ VkCommandBuffer recordVulkanFrame(Env& e, bool first, bool bufferFlow) {
       r.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
       r.imageExtent = {e.width, e.height, 1};
       if (!first) {  // the previous frame's processed texels back into the image
-        vkCmdCopyBufferToImage(c, e.buffer.buffer, e.image, VK_IMAGE_LAYOUT_GENERAL, 1, &r);
+        vkCmdCopyBufferToImage(c, e.buffer.buffer, e.frame.image, VK_IMAGE_LAYOUT_GENERAL, 1, &r);
         auto t = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
         t.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
         t.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
         vkCmdPipelineBarrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0,
                              1, &t, 0, nullptr, 0, nullptr);
       }
-      vkCmdCopyImageToBuffer(c, e.image, VK_IMAGE_LAYOUT_GENERAL, e.buffer.buffer, 1, &r);
+      vkCmdCopyImageToBuffer(c, e.frame.image, VK_IMAGE_LAYOUT_GENERAL, e.buffer.buffer, 1, &r);
       auto t = vkStruct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
       t.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
       vkCmdPipelineBarrier(c, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT,
@@ -348,25 +310,17 @@ std::string run(const ImageOptions& o) {
        "cuModuleGetFunction");
   cuOk(cu->cuModuleGetFunction(&e.bufferKernel, e.module, "baton_tonemap_buffer"),
        "cuModuleGetFunction");
-  createFrame(e);
+  e.frame = vk.createImage(VK_FORMAT_R16G16B16A16_SFLOAT, VK_IMAGE_TILING_OPTIMAL,
+                           VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
+                               VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_SAMPLED_BIT,
+                           o.width, o.height);
+  if (!e.frame.image) return "could not make an exportable RGBA16F image";
   std::string why;
   e.buffer = vk.createExportableBuffer(uint64_t(o.width) * o.height * 8, true, &why);
   if (!e.buffer.buffer) return "the buffer flow's exportable buffer: " + why;
 
   // ---- baton: the image and the buffer imported, timelines native and Auto
-  VulkanImageImportInfo ii;
-  ii.vulkan = vk.view();
-  ii.image = e.image;
-  ii.memory = e.memory;
-  ii.allocationSize = e.allocationSize;
-  ii.memoryTypeIndex = e.memoryType;
-  ii.dedicated = true;
-  ii.format = VK_FORMAT_R16G16B16A16_SFLOAT;
-  ii.width = o.width;
-  ii.height = o.height;
-  ii.tiling = VK_IMAGE_TILING_OPTIMAL;
-  ii.usage = VK_IMAGE_USAGE_STORAGE_BIT | VK_IMAGE_USAGE_TRANSFER_SRC_BIT |
-             VK_IMAGE_USAGE_TRANSFER_DST_BIT | VK_IMAGE_USAGE_SAMPLED_BIT;
+  VulkanImageImportInfo ii = vk.importInfo(e.frame);
   ii.mode = InteropModeRequest::Native;
   Image image;
   batonOk(importVulkanImage(e.device, ii, &image), "importVulkanImage");
@@ -404,14 +358,14 @@ std::string run(const ImageOptions& o) {
   auto getSemaphoreFd = reinterpret_cast<PFN_vkGetSemaphoreFdKHR>(
       vkGetDeviceProcAddr(vk.device, "vkGetSemaphoreFdKHR"));
   auto memFdInfo = vkStruct<VkMemoryGetFdInfoKHR>(VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR);
-  memFdInfo.memory = e.memory;
+  memFdInfo.memory = e.frame.memory;
   memFdInfo.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   int memFd = -1;
   vkOk(getMemoryFd(vk.device, &memFdInfo, &memFd), "vkGetMemoryFdKHR");
   CUDA_EXTERNAL_MEMORY_HANDLE_DESC md{};
   md.type = CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
   md.handle.fd = memFd;
-  md.size = e.allocationSize;
+  md.size = e.frame.allocationSize;
   md.flags = CUDA_EXTERNAL_MEMORY_DEDICATED;
   CUexternalMemory rawMemory = nullptr;
   cuOk(cu->cuImportExternalMemory(&rawMemory, &md), "cuImportExternalMemory");
@@ -540,8 +494,7 @@ std::string run(const ImageOptions& o) {
   (void)e.instance.destroy();
   (void)cu->cuModuleUnload(e.module);
   (void)cu->cuDevicePrimaryCtxRelease(e.cuDevice);
-  vkDestroyImage(vk.device, e.image, nullptr);
-  vkFreeMemory(vk.device, e.memory, nullptr);
+  vk.destroy(e.frame);
   vk.destroy(e.buffer);
   return "";
 }

@@ -14,6 +14,7 @@
 
 #include "baton/baton.h"
 #include "baton/baton_vulkan.h"
+#include "image_formats_test.hpp"
 #include "process_counts.hpp"
 #include "test_support.hpp"
 #include "vulkan_context.hpp"
@@ -22,51 +23,13 @@ namespace {
 
 using namespace baton;
 using namespace baton_test;
+using baton::test::kImageFormats;
+using baton::test::patternByte;
 using baton::test::VulkanBuffer;
 using baton::test::VulkanContext;
+using baton::test::VulkanImage;
 
 constexpr uint64_t kWaitNs = 20'000'000'000ull;
-
-struct FormatCase {
-  VkFormat vk;
-  ImageFormat format;
-};
-const FormatCase kFormats[] = {
-    {VK_FORMAT_R8_UNORM, ImageFormat::R8Unorm},
-    {VK_FORMAT_R8G8_UNORM, ImageFormat::R8G8Unorm},
-    {VK_FORMAT_R8G8B8A8_UNORM, ImageFormat::R8G8B8A8Unorm},
-    {VK_FORMAT_R8G8B8A8_SRGB, ImageFormat::R8G8B8A8Srgb},
-    {VK_FORMAT_B8G8R8A8_UNORM, ImageFormat::B8G8R8A8Unorm},
-    {VK_FORMAT_B8G8R8A8_SRGB, ImageFormat::B8G8R8A8Srgb},
-    {VK_FORMAT_R8G8B8A8_UINT, ImageFormat::R8G8B8A8Uint},
-    {VK_FORMAT_R8G8B8A8_SNORM, ImageFormat::R8G8B8A8Snorm},
-    {VK_FORMAT_R16_SFLOAT, ImageFormat::R16Sfloat},
-    {VK_FORMAT_R16G16_SFLOAT, ImageFormat::R16G16Sfloat},
-    {VK_FORMAT_R16G16B16A16_SFLOAT, ImageFormat::R16G16B16A16Sfloat},
-    {VK_FORMAT_R16G16B16A16_UNORM, ImageFormat::R16G16B16A16Unorm},
-    {VK_FORMAT_R16G16B16A16_UINT, ImageFormat::R16G16B16A16Uint},
-    {VK_FORMAT_R32_SFLOAT, ImageFormat::R32Sfloat},
-    {VK_FORMAT_R32_UINT, ImageFormat::R32Uint},
-    {VK_FORMAT_R32G32_SFLOAT, ImageFormat::R32G32Sfloat},
-    {VK_FORMAT_R32G32B32A32_SFLOAT, ImageFormat::R32G32B32A32Sfloat},
-    {VK_FORMAT_R32G32B32A32_UINT, ImageFormat::R32G32B32A32Uint},
-    {VK_FORMAT_A2B10G10R10_UNORM_PACK32, ImageFormat::A2B10G10R10UnormPack32},
-    {VK_FORMAT_B10G11R11_UFLOAT_PACK32, ImageFormat::B10G11R11UfloatPack32},
-};
-
-// A LINEAR transfer image in HOST_VISIBLE | HOST_COHERENT memory of its own, in GENERAL layout.
-struct LinearImage {
-  VkImage image = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkDeviceSize allocationSize = 0;
-  uint32_t memoryType = 0;
-  VkFormat format = VK_FORMAT_UNDEFINED;
-  uint32_t width = 0, height = 0;
-};
-
-// Texel bytes of a pattern that every format keeps as it is (no float NaNs: the top bit of each
-// byte clear; copies are bytes anyway).
-uint8_t patternByte(size_t i, uint32_t seed) { return static_cast<uint8_t>((i * 7 + seed) & 0x7f); }
 
 class ImageTest : public ::testing::Test {
  protected:
@@ -80,10 +43,7 @@ class ImageTest : public ::testing::Test {
     ASSERT_OK(device_->getQueue(0, &queue_));
   }
   void TearDown() override {
-    for (LinearImage& i : images_) {
-      if (i.image) vkDestroyImage(vk_.device, i.image, nullptr);
-      if (i.memory) vkFreeMemory(vk_.device, i.memory, nullptr);
-    }
+    for (VulkanImage& i : images_) vk_.destroy(i);
     for (VulkanBuffer& b : buffers_) vk_.destroy(b);
   }
 
@@ -101,36 +61,14 @@ class ImageTest : public ::testing::Test {
     return true;
   }
 
-  // Creates the image and moves it to GENERAL (an empty image is left for the caller to skip on).
-  LinearImage& createImage(VkFormat format, uint32_t width, uint32_t height) {
-    images_.emplace_back();
-    LinearImage& li = images_.back();
-    auto info = baton::test::vkStruct<VkImageCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO);
-    info.imageType = VK_IMAGE_TYPE_2D;
-    info.format = format;
-    info.extent = {width, height, 1};
-    info.mipLevels = 1;
-    info.arrayLayers = 1;
-    info.samples = VK_SAMPLE_COUNT_1_BIT;
-    info.tiling = VK_IMAGE_TILING_LINEAR;
-    info.usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT;
-    info.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-    if (vkCreateImage(vk_.device, &info, nullptr, &li.image) != VK_SUCCESS) return li;
-    VkMemoryRequirements req;
-    vkGetImageMemoryRequirements(vk_.device, li.image, &req);
-    li.memoryType =
-        vk_.findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                                   VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-    auto alloc =
-        baton::test::vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-    alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex = li.memoryType;
-    vkAllocateMemory(vk_.device, &alloc, nullptr, &li.memory);
-    vkBindImageMemory(vk_.device, li.image, li.memory, 0);
-    li.allocationSize = req.size;
-    li.format = format;
-    li.width = width;
-    li.height = height;
+  // A LINEAR transfer image in HOST_VISIBLE | HOST_COHERENT memory, moved to GENERAL (an empty
+  // image is left for the caller to skip on).
+  VulkanImage& createImage(VkFormat format, uint32_t width, uint32_t height) {
+    images_.push_back(vk_.createImage(
+        format, VK_IMAGE_TILING_LINEAR,
+        VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT, width, height));
+    VulkanImage& li = images_.back();
+    if (!li.image) return li;
     VkCommandBuffer cmd = vk_.record([&](VkCommandBuffer c) { barrier(c, li, true); });
     EXPECT_EQ(vk_.submit({}, cmd, {}), VK_SUCCESS);
     EXPECT_EQ(vkQueueWaitIdle(vk_.queue), VK_SUCCESS);
@@ -138,7 +76,7 @@ class ImageTest : public ::testing::Test {
   }
 
   // UNDEFINED -> GENERAL (first), or GENERAL -> GENERAL making transfers and host access visible.
-  static void barrier(VkCommandBuffer c, const LinearImage& li, bool first) {
+  static void barrier(VkCommandBuffer c, const VulkanImage& li, bool first) {
     auto b = baton::test::vkStruct<VkImageMemoryBarrier>(VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER);
     b.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT;
     b.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT |
@@ -154,18 +92,8 @@ class ImageTest : public ::testing::Test {
                          nullptr, 0, nullptr, 1, &b);
   }
 
-  VulkanImageImportInfo importInfo(const LinearImage& li) const {
-    VulkanImageImportInfo info;
-    info.vulkan = vk_.view();
-    info.image = li.image;
-    info.memory = li.memory;
-    info.allocationSize = li.allocationSize;
-    info.memoryTypeIndex = li.memoryType;
-    info.format = li.format;
-    info.width = li.width;
-    info.height = li.height;
-    info.tiling = VK_IMAGE_TILING_LINEAR;
-    info.usage = VK_IMAGE_USAGE_TRANSFER_SRC_BIT | VK_IMAGE_USAGE_TRANSFER_DST_BIT;
+  VulkanImageImportInfo importInfo(const VulkanImage& li) const {
+    VulkanImageImportInfo info = vk_.importInfo(li);
     info.debugName = "frame";
     return info;
   }
@@ -181,7 +109,7 @@ class ImageTest : public ::testing::Test {
   }
 
   // Vulkan: buffer -> the whole image (waiting for nothing), then the queue drains.
-  void vulkanUpload(const LinearImage& li, const VulkanBuffer& src) {
+  void vulkanUpload(const VulkanImage& li, const VulkanBuffer& src) {
     VkCommandBuffer cmd = vk_.record([&](VkCommandBuffer c) {
       VkBufferImageCopy r{};
       r.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
@@ -194,7 +122,7 @@ class ImageTest : public ::testing::Test {
   }
 
   // Vulkan: the whole image -> dst, after `wait` (a timeline value) when given.
-  VkResult vulkanDownload(const LinearImage& li, const VulkanBuffer& dst,
+  VkResult vulkanDownload(const VulkanImage& li, const VulkanBuffer& dst,
                           std::vector<VulkanContext::Timepoint> waits = {}) {
     VkCommandBuffer cmd = vk_.record([&](VkCommandBuffer c) {
       barrier(c, li, false);
@@ -235,7 +163,7 @@ class ImageTest : public ::testing::Test {
   UniqueInstance instance_;
   UniqueDevice device_;
   Queue queue_;
-  std::deque<LinearImage> images_;
+  std::deque<VulkanImage> images_;
   std::deque<VulkanBuffer> buffers_;
 };
 
@@ -243,7 +171,7 @@ TEST_F(ImageTest, EveryFormatRoundTripsVulkanBatonVulkanWithEveryTexelChecked) {
   constexpr uint32_t kW = 37, kH = 19;
   int ran = 0;
   std::string skipped;
-  for (const FormatCase& f : kFormats) {
+  for (const baton::test::ImageFormatCase& f : kImageFormats) {
     SCOPED_TRACE(imageFormatName(f.format));
     std::string why;
     if (!linearSupported(f.vk, kW, kH, &why)) {
@@ -251,7 +179,7 @@ TEST_F(ImageTest, EveryFormatRoundTripsVulkanBatonVulkanWithEveryTexelChecked) {
       continue;
     }
     EXPECT_EQ(imageFormatFromVulkan(f.vk), f.format);
-    LinearImage& li = createImage(f.vk, kW, kH);
+    VulkanImage& li = createImage(f.vk, kW, kH);
     ASSERT_TRUE(li.image);
     const uint32_t texel = imageFormatTexelBytes(f.format);
     const size_t bytes = size_t(kW) * kH * texel;
@@ -296,7 +224,7 @@ TEST_F(ImageTest, EveryFormatRoundTripsVulkanBatonVulkanWithEveryTexelChecked) {
 
 TEST_F(ImageTest, RegionsWithRowLengthsAndOffsetsTouchOnlyTheirTexels) {
   constexpr uint32_t kW = 40, kH = 24, kTexel = 4;
-  LinearImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, kW, kH);
+  VulkanImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, kW, kH);
   ASSERT_TRUE(li.image);
   UniqueImage image;
   ASSERT_OK(importVulkanImage(*device_, importInfo(li), image.put())) << sink_.dump();
@@ -360,7 +288,7 @@ TEST_F(ImageTest, RegionsWithRowLengthsAndOffsetsTouchOnlyTheirTexels) {
 
 TEST_F(ImageTest, AVulkanSubmissionMadeFirstWaitsForBatonsCopy) {
   constexpr uint32_t kW = 16, kH = 16;
-  LinearImage& li = createImage(VK_FORMAT_R32_UINT, kW, kH);
+  VulkanImage& li = createImage(VK_FORMAT_R32_UINT, kW, kH);
   ASSERT_TRUE(li.image);
   UniqueImage image;
   ASSERT_OK(importVulkanImage(*device_, importInfo(li), image.put()));
@@ -388,7 +316,7 @@ TEST_F(ImageTest, AVulkanSubmissionMadeFirstWaitsForBatonsCopy) {
 }
 
 TEST_F(ImageTest, NativeHandlesDescribeTheMapping) {
-  LinearImage& li = createImage(VK_FORMAT_R16G16B16A16_SFLOAT, 33, 17);
+  VulkanImage& li = createImage(VK_FORMAT_R16G16B16A16_SFLOAT, 33, 17);
   ASSERT_TRUE(li.image);
   UniqueImage image;
   ASSERT_OK(importVulkanImage(*device_, importInfo(li), image.put()));
@@ -415,7 +343,7 @@ TEST_F(ImageTest, NativeHandlesDescribeTheMapping) {
 }
 
 TEST_F(ImageTest, BadInputGetsClearResults) {
-  LinearImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 8, 8);
+  VulkanImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 8, 8);
   ASSERT_TRUE(li.image);
   UniqueImage image;
   auto refused = [&](VulkanImageImportInfo info, Result want, const char* text) {
@@ -505,7 +433,7 @@ TEST_F(ImageTest, GpuDevicesThatCannotImportSayWhy) {
   // Every GPU device present (in CI the fake driver's CUDA and HIP devices: registration
   // interop-image-fake-gpus): a LINEAR image of the host's Vulkan device is refused with the
   // reasons native import is impossible there, and the one bridged import would need.
-  LinearImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 8, 8);
+  VulkanImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 8, 8);
   ASSERT_TRUE(li.image);
   UniqueInstance all;
   ASSERT_OK(createInstance(sink_.instanceInfo(kAllBackends), all.put()));
@@ -536,7 +464,7 @@ TEST_F(ImageTest, GpuDevicesThatCannotImportSayWhy) {
 }
 
 TEST_F(ImageTest, ImportAndDestroy1000TimesLeavesNothingBehind) {
-  LinearImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 64, 64);
+  VulkanImage& li = createImage(VK_FORMAT_R8G8B8A8_UNORM, 64, 64);
   ASSERT_TRUE(li.image);
   const size_t fds = baton::test::openFds();
   for (int i = 0; i < 1000; ++i) {
@@ -551,7 +479,7 @@ TEST_F(ImageTest, ImportAndDestroy1000TimesLeavesNothingBehind) {
 }
 
 TEST_F(ImageTest, TheCApiImportsAndCopies) {
-  LinearImage& li = createImage(VK_FORMAT_R8_UNORM, 16, 4);
+  VulkanImage& li = createImage(VK_FORMAT_R8_UNORM, 16, 4);
   ASSERT_TRUE(li.image);
   VulkanImageImportInfo cpp = importInfo(li);
   baton_vulkan_image_import_info info = BATON_VULKAN_IMAGE_IMPORT_INFO_INIT;

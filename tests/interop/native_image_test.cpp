@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "image_formats_test.hpp"
 #include "process_counts.hpp"
 #include "test_support.hpp"
 #include "vulkan_context.hpp"
@@ -27,46 +28,13 @@ namespace {
 
 using namespace baton;
 using namespace baton_test;
+using baton::test::kImageFormats;
+using baton::test::patternByte;
 using baton::test::VulkanBuffer;
 using baton::test::VulkanContext;
+using baton::test::VulkanImage;
 
 constexpr uint64_t kLongNs = 20'000'000'000ull;
-
-const VkFormat kFormats[] = {
-    VK_FORMAT_R8_UNORM,
-    VK_FORMAT_R8G8_UNORM,
-    VK_FORMAT_R8G8B8A8_UNORM,
-    VK_FORMAT_R8G8B8A8_SRGB,
-    VK_FORMAT_B8G8R8A8_UNORM,
-    VK_FORMAT_B8G8R8A8_SRGB,
-    VK_FORMAT_R8G8B8A8_UINT,
-    VK_FORMAT_R8G8B8A8_SNORM,
-    VK_FORMAT_R16_SFLOAT,
-    VK_FORMAT_R16G16_SFLOAT,
-    VK_FORMAT_R16G16B16A16_SFLOAT,
-    VK_FORMAT_R16G16B16A16_UNORM,
-    VK_FORMAT_R16G16B16A16_UINT,
-    VK_FORMAT_R32_SFLOAT,
-    VK_FORMAT_R32_UINT,
-    VK_FORMAT_R32G32_SFLOAT,
-    VK_FORMAT_R32G32B32A32_SFLOAT,
-    VK_FORMAT_R32G32B32A32_UINT,
-    VK_FORMAT_A2B10G10R10_UNORM_PACK32,
-    VK_FORMAT_B10G11R11_UFLOAT_PACK32,
-};
-
-uint8_t patternByte(size_t i, uint32_t seed) { return static_cast<uint8_t>((i * 7 + seed) & 0x7f); }
-
-// An OPTIMAL image in DEVICE_LOCAL memory exportable as OPAQUE_FD (dedicated), in GENERAL.
-struct ExportedImage {
-  VkImage image = VK_NULL_HANDLE;
-  VkDeviceMemory memory = VK_NULL_HANDLE;
-  VkDeviceSize allocationSize = 0;
-  uint32_t memoryType = 0;
-  VkFormat format = VK_FORMAT_UNDEFINED;
-  VkImageUsageFlags usage = 0;
-  uint32_t width = 0, height = 0, levels = 1, layers = 1;
-};
 
 class NativeImage : public ::testing::Test {
  protected:
@@ -94,10 +62,7 @@ class NativeImage : public ::testing::Test {
       EXPECT_OK(cuda->waitIdle(kLongNs));
     }
     vkDeviceWaitIdle(vk->device);
-    for (ExportedImage& i : images) {
-      if (i.image) vkDestroyImage(vk->device, i.image, nullptr);
-      if (i.memory) vkFreeMemory(vk->device, i.memory, nullptr);
-    }
+    for (VulkanImage& i : images) vk->destroy(i);
     for (VulkanBuffer& b : buffers) vk->destroy(b);
   }
 
@@ -130,66 +95,16 @@ class NativeImage : public ::testing::Test {
     return true;
   }
 
-  ExportedImage& createImage(VkFormat format, VkImageUsageFlags usage, uint32_t width,
-                             uint32_t height, uint32_t levels, uint32_t layers) {
-    images.emplace_back();
-    ExportedImage& e = images.back();
-    auto external = baton::test::vkStruct<VkExternalMemoryImageCreateInfo>(
-        VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO);
-    external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-    auto info =
-        baton::test::vkStruct<VkImageCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, &external);
-    info.imageType = VK_IMAGE_TYPE_2D;
-    info.format = format;
-    info.extent = {width, height, 1};
-    info.mipLevels = levels;
-    info.arrayLayers = layers;
-    info.samples = VK_SAMPLE_COUNT_1_BIT;
-    info.tiling = VK_IMAGE_TILING_OPTIMAL;
-    info.usage = usage;
-    info.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
-    if (vkCreateImage(vk->device, &info, nullptr, &e.image) != VK_SUCCESS) return e;
-    VkMemoryRequirements req;
-    vkGetImageMemoryRequirements(vk->device, e.image, &req);
-    auto dedicated = baton::test::vkStruct<VkMemoryDedicatedAllocateInfo>(
-        VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
-    dedicated.image = e.image;
-    auto exportInfo = baton::test::vkStruct<VkExportMemoryAllocateInfo>(
-        VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated);
-    exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-    auto alloc = baton::test::vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                                             &exportInfo);
-    alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex =
-        vk->findMemoryType(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-    e.memoryType = alloc.memoryTypeIndex;
-    if (vkAllocateMemory(vk->device, &alloc, nullptr, &e.memory) != VK_SUCCESS) return e;
-    vkBindImageMemory(vk->device, e.image, e.memory, 0);
-    e.allocationSize = req.size;
-    e.format = format;
-    e.usage = usage;
-    e.width = width;
-    e.height = height;
-    e.levels = levels;
-    e.layers = layers;
-    return e;
+  // An OPTIMAL image in exportable, dedicated DEVICE_LOCAL memory (VulkanContext::createImage).
+  VulkanImage& createImage(VkFormat format, VkImageUsageFlags usage, uint32_t width,
+                           uint32_t height, uint32_t levels, uint32_t layers) {
+    images.push_back(
+        vk->createImage(format, VK_IMAGE_TILING_OPTIMAL, usage, width, height, levels, layers));
+    return images.back();
   }
 
-  VulkanImageImportInfo importInfo(const ExportedImage& e) const {
-    VulkanImageImportInfo info;
-    info.vulkan = vk->view();
-    info.image = e.image;
-    info.memory = e.memory;
-    info.allocationSize = e.allocationSize;
-    info.memoryTypeIndex = e.memoryType;
-    info.format = e.format;
-    info.width = e.width;
-    info.height = e.height;
-    info.mipLevels = e.levels;
-    info.arrayLayers = e.layers;
-    info.tiling = VK_IMAGE_TILING_OPTIMAL;
-    info.usage = e.usage;
-    info.dedicated = true;
+  VulkanImageImportInfo importInfo(const VulkanImage& e) const {
+    VulkanImageImportInfo info = vk->importInfo(e);
     info.mode = InteropModeRequest::Native;
     info.debugName = "rendered";
     return info;
@@ -197,7 +112,7 @@ class NativeImage : public ::testing::Test {
 
   // Ownership transfer to (release) or from (acquire) VK_QUEUE_FAMILY_EXTERNAL, in GENERAL; the
   // first acquire comes from UNDEFINED.
-  void transfer(VkCommandBuffer c, const ExportedImage& e, bool acquire, bool first) {
+  void transfer(VkCommandBuffer c, const VulkanImage& e, bool acquire, bool first) {
     auto b = baton::test::vkStruct<VkImageMemoryBarrier>(VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER);
     b.srcAccessMask = acquire ? 0 : VK_ACCESS_TRANSFER_WRITE_BIT;
     b.dstAccessMask = acquire ? VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT : 0;
@@ -216,7 +131,7 @@ class NativeImage : public ::testing::Test {
   }
 
   // The bytes of every level and layer, tightly, level after level (layers inside a level).
-  static std::vector<VkBufferImageCopy> vkRegions(const ExportedImage& e, uint32_t texel,
+  static std::vector<VkBufferImageCopy> vkRegions(const VulkanImage& e, uint32_t texel,
                                                   size_t* total) {
     std::vector<VkBufferImageCopy> out;
     size_t at = 0;
@@ -247,7 +162,7 @@ class NativeImage : public ::testing::Test {
   }
 
   // Vulkan: host buffer -> every level and layer, then released to CUDA.
-  void vulkanUpload(const ExportedImage& e, const VulkanBuffer& src,
+  void vulkanUpload(const VulkanImage& e, const VulkanBuffer& src,
                     const std::vector<VkBufferImageCopy>& regions, bool first) {
     VkCommandBuffer cmd = vk->record([&](VkCommandBuffer c) {
       if (first) transfer(c, e, true, true);
@@ -259,7 +174,7 @@ class NativeImage : public ::testing::Test {
     ASSERT_EQ(vkQueueWaitIdle(vk->queue), VK_SUCCESS);
   }
   // Vulkan: acquired from CUDA, every level and layer -> host buffer, after `waits`.
-  VkResult vulkanDownload(const ExportedImage& e, const VulkanBuffer& dst,
+  VkResult vulkanDownload(const VulkanImage& e, const VulkanBuffer& dst,
                           const std::vector<VkBufferImageCopy>& regions,
                           std::vector<VulkanContext::Timepoint> waits = {}) {
     VkCommandBuffer cmd = vk->record([&](VkCommandBuffer c) {
@@ -310,7 +225,7 @@ class NativeImage : public ::testing::Test {
 
   // The whole round trip for one image: Vulkan writes, CUDA reads (every texel), CUDA writes,
   // Vulkan reads (every texel).
-  void roundTrip(ExportedImage& e, CommandBufferUsage usage) {
+  void roundTrip(VulkanImage& e, CommandBufferUsage usage) {
     const uint32_t texel = imageFormatTexelBytes(imageFormatFromVulkan(e.format));
     size_t bytes = 0;
     std::vector<VkBufferImageCopy> vkr = vkRegions(e, texel, &bytes);
@@ -344,7 +259,7 @@ class NativeImage : public ::testing::Test {
   UniqueInstance instance;
   UniqueDevice cuda;
   Queue queue;
-  std::deque<ExportedImage> images;
+  std::deque<VulkanImage> images;
   std::deque<VulkanBuffer> buffers;
 };
 VulkanContext* NativeImage::vk = nullptr;
@@ -355,14 +270,15 @@ constexpr VkImageUsageFlags kUsage =
 TEST_F(NativeImage, EveryFormatRoundTripsThroughEveryLevelWithEveryTexelChecked) {
   int ran = 0;
   std::string skipped;
-  for (VkFormat f : kFormats) {
+  for (const baton::test::ImageFormatCase& c : kImageFormats) {
+    const VkFormat f = c.vk;
     SCOPED_TRACE("VkFormat " + std::to_string(static_cast<int>(f)));
     std::string why;
     if (!exportable(f, kUsage, 3, 1, &why)) {
       skipped += " " + std::to_string(static_cast<int>(f));
       continue;
     }
-    ExportedImage& e = createImage(f, kUsage, 67, 33, 3, 1);
+    VulkanImage& e = createImage(f, kUsage, 67, 33, 3, 1);
     ASSERT_TRUE(e.memory);
     roundTrip(e, CommandBufferUsage::Replay);
     if (HasFatalFailure()) return;
@@ -376,16 +292,16 @@ TEST_F(NativeImage, EveryFormatRoundTripsThroughEveryLevelWithEveryTexelChecked)
 TEST_F(NativeImage, LayersRoundTripAndGraphCommandBuffersCopyToo) {
   std::string why;
   if (!exportable(VK_FORMAT_R16G16B16A16_SFLOAT, kUsage, 1, 3, &why)) GTEST_SKIP() << why;
-  ExportedImage& layered = createImage(VK_FORMAT_R16G16B16A16_SFLOAT, kUsage, 64, 40, 1, 3);
+  VulkanImage& layered = createImage(VK_FORMAT_R16G16B16A16_SFLOAT, kUsage, 64, 40, 1, 3);
   ASSERT_TRUE(layered.memory);
   roundTrip(layered, CommandBufferUsage::Replay);
-  ExportedImage& levels = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 100, 60, 4, 1);
+  VulkanImage& levels = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 100, 60, 4, 1);
   ASSERT_TRUE(levels.memory);
   roundTrip(levels, CommandBufferUsage::Graph);
 }
 
 TEST_F(NativeImage, LevelsAndLayersTogetherAreRefusedWithTheReason) {
-  ExportedImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 64, 64, 3, 2);
+  VulkanImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 64, 64, 3, 2);
   ASSERT_TRUE(e.memory);
   UniqueImage image;
   EXPECT_EQ(importVulkanImage(*cuda, importInfo(e), image.put()), Result::ErrorNotSupported);
@@ -393,7 +309,7 @@ TEST_F(NativeImage, LevelsAndLayersTogetherAreRefusedWithTheReason) {
 }
 
 TEST_F(NativeImage, AVulkanSubmissionMadeFirstWaitsForCudasCopy) {
-  ExportedImage& e = createImage(VK_FORMAT_R32_UINT, kUsage, 32, 32, 1, 1);
+  VulkanImage& e = createImage(VK_FORMAT_R32_UINT, kUsage, 32, 32, 1, 1);
   ASSERT_TRUE(e.memory);
   size_t bytes = 0;
   std::vector<VkBufferImageCopy> vkr = vkRegions(e, 4, &bytes);
@@ -427,7 +343,7 @@ TEST_F(NativeImage, AVulkanSubmissionMadeFirstWaitsForCudasCopy) {
 }
 
 TEST_F(NativeImage, NativeHandlesAreTheDriversObjects) {
-  ExportedImage& e = createImage(VK_FORMAT_R16G16B16A16_SFLOAT, kUsage, 64, 32, 2, 1);
+  VulkanImage& e = createImage(VK_FORMAT_R16G16B16A16_SFLOAT, kUsage, 64, 32, 2, 1);
   ASSERT_TRUE(e.memory);
   UniqueImage image;
   ASSERT_OK(importVulkanImage(*cuda, importInfo(e), image.put()));
@@ -451,7 +367,7 @@ TEST_F(NativeImage, NativeHandlesAreTheDriversObjects) {
   // A packed format has no texture: CUDA cannot decode it when sampling.
   std::string why;
   if (exportable(VK_FORMAT_A2B10G10R10_UNORM_PACK32, kUsage, 1, 1, &why)) {
-    ExportedImage& packed = createImage(VK_FORMAT_A2B10G10R10_UNORM_PACK32, kUsage, 16, 16, 1, 1);
+    VulkanImage& packed = createImage(VK_FORMAT_A2B10G10R10_UNORM_PACK32, kUsage, 16, 16, 1, 1);
     UniqueImage p;
     ASSERT_OK(importVulkanImage(*cuda, importInfo(packed), p.put()));
     ASSERT_OK(p->getNative(&native));
@@ -460,7 +376,7 @@ TEST_F(NativeImage, NativeHandlesAreTheDriversObjects) {
 }
 
 TEST_F(NativeImage, RefusalsSayWhy) {
-  ExportedImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 16, 16, 1, 1);
+  VulkanImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 16, 16, 1, 1);
   ASSERT_TRUE(e.memory);
   UniqueImage image;
   // A descriptor that is not memory's: the caller keeps it.
@@ -523,7 +439,7 @@ uint64_t freeDeviceMemory(int ordinal) {
 }
 
 TEST_F(NativeImage, ImportAndDestroy1000TimesLeavesNothingBehind) {
-  ExportedImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 256, 256, 1, 1);
+  VulkanImage& e = createImage(VK_FORMAT_R8G8B8A8_UNORM, kUsage, 256, 256, 1, 1);
   ASSERT_TRUE(e.memory);
   {
     UniqueImage warm;

@@ -46,6 +46,20 @@ struct VulkanBuffer {
   bool dedicated = false;  // allocated with VkMemoryDedicatedAllocateInfo
 };
 
+// An image with memory of its own: OPTIMAL in DEVICE_LOCAL memory exportable as OPAQUE_FD and
+// dedicated to it (what CUDA imports), or LINEAR in HOST_VISIBLE | HOST_COHERENT memory (what the
+// host backend maps).
+struct VulkanImage {
+  VkImage image = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceSize allocationSize = 0;
+  uint32_t memoryType = 0;
+  VkFormat format = VK_FORMAT_UNDEFINED;
+  VkImageTiling tiling = VK_IMAGE_TILING_OPTIMAL;
+  VkImageUsageFlags usage = 0;
+  uint32_t width = 0, height = 0, levels = 1, layers = 1;
+};
+
 class VulkanContext {
  public:
   VulkanContext() { init(); }
@@ -294,6 +308,86 @@ class VulkanContext {
     }
     return b;
   }
+
+  // A VulkanImage (see there) in UNDEFINED layout: OPTIMAL tiling gets exportable dedicated
+  // DEVICE_LOCAL memory, LINEAR host-visible coherent memory. `image` is null when it failed.
+  VulkanImage createImage(VkFormat format, VkImageTiling tiling, VkImageUsageFlags usage,
+                          uint32_t width, uint32_t height, uint32_t levels = 1,
+                          uint32_t layers = 1) {
+    VulkanImage im;
+    const bool exportable = tiling == VK_IMAGE_TILING_OPTIMAL;
+    auto external = vkStruct<VkExternalMemoryImageCreateInfo>(
+        VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_IMAGE_CREATE_INFO);
+    external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    auto info = vkStruct<VkImageCreateInfo>(VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO,
+                                            exportable ? &external : nullptr);
+    info.imageType = VK_IMAGE_TYPE_2D;
+    info.format = format;
+    info.extent = {width, height, 1};
+    info.mipLevels = levels;
+    info.arrayLayers = layers;
+    info.samples = VK_SAMPLE_COUNT_1_BIT;
+    info.tiling = tiling;
+    info.usage = usage;
+    info.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED;
+    if (vkCreateImage(device, &info, nullptr, &im.image) != VK_SUCCESS) return VulkanImage{};
+    VkMemoryRequirements req;
+    vkGetImageMemoryRequirements(device, im.image, &req);
+    auto dedicated =
+        vkStruct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
+    dedicated.image = im.image;
+    auto exportInfo = vkStruct<VkExportMemoryAllocateInfo>(
+        VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO, &dedicated);
+    exportInfo.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+    auto alloc = vkStruct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                                exportable ? &exportInfo : nullptr);
+    alloc.allocationSize = req.size;
+    alloc.memoryTypeIndex =
+        findMemoryType(req.memoryTypeBits, exportable ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+                                                      : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                            VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    if (alloc.memoryTypeIndex == UINT32_MAX ||
+        vkAllocateMemory(device, &alloc, nullptr, &im.memory) != VK_SUCCESS ||
+        vkBindImageMemory(device, im.image, im.memory, 0) != VK_SUCCESS) {
+      destroy(im);
+      return VulkanImage{};
+    }
+    im.allocationSize = req.size;
+    im.memoryType = alloc.memoryTypeIndex;
+    im.format = format;
+    im.tiling = tiling;
+    im.usage = usage;
+    im.width = width;
+    im.height = height;
+    im.levels = levels;
+    im.layers = layers;
+    return im;
+  }
+  void destroy(VulkanImage& im) {
+    if (im.image) vkDestroyImage(device, im.image, nullptr);
+    if (im.memory) vkFreeMemory(device, im.memory, nullptr);
+    im = VulkanImage{};
+  }
+#ifndef BATON_VULKAN_CONTEXT_NO_BATON
+  // The import info for all of `im` (dedicated when exportable); mode Auto.
+  VulkanImageImportInfo importInfo(const VulkanImage& im) const {
+    VulkanImageImportInfo info;
+    info.vulkan = view();
+    info.image = im.image;
+    info.memory = im.memory;
+    info.allocationSize = im.allocationSize;
+    info.memoryTypeIndex = im.memoryType;
+    info.format = im.format;
+    info.width = im.width;
+    info.height = im.height;
+    info.mipLevels = im.levels;
+    info.arrayLayers = im.layers;
+    info.tiling = im.tiling;
+    info.usage = im.usage;
+    info.dedicated = im.tiling == VK_IMAGE_TILING_OPTIMAL;
+    return info;
+  }
+#endif
 
   uint32_t findMemoryType(uint32_t bits, VkMemoryPropertyFlags flags) const {
     VkPhysicalDeviceMemoryProperties props;
